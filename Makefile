@@ -1,0 +1,32 @@
+# Two commands do all the setup on a fresh machine:
+#   make run    installs everything into .venv, then runs the main job on the defaults
+#   make test   installs everything into .venv, then runs the test suite
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+# The core and every built-in plugin: separate distributions, installed together.
+DISTS  := . $(wildcard backends/*/pyproject.toml llm_providers/pyproject.toml strategies/pyproject.toml)
+STAMP  := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: run test install clean
+
+install: $(STAMP)
+
+$(STAMP): $(shell find . -name pyproject.toml -not -path './$(VENV)/*' -not -path './docs/*')
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test]" $(foreach d,$(filter-out .,$(DISTS)),-e $(dir $(d)))
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/maxkernel plugins
+
+# pytest exits 5 when it collected nothing: that is broken setup, not a pass.
+test: $(STAMP)
+	@$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "ERROR: pytest collected no tests; the setup is broken" >&2; exit 1; fi; \
+	exit $$rc
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,48 @@
+"""maxkernel_core: the small core every maxkernel plugin builds on.
+
+It defines the plugin contract (:mod:`~maxkernel_core.hookspecs`), the records
+that flow through it (:mod:`~maxkernel_core.records`), the plugin manager,
+settings, the SQLite run store and the ``maxkernel`` command. It knows no
+plugin by name: the TPU backend, the LLM providers and the strategies are all
+found through the ``maxkernel`` entry-point group.
+"""
+
+from .errors import (
+    CandidateFailed,
+    ConfigError,
+    MaxKernelError,
+    PluginError,
+    ProviderError,
+    StoreError,
+    TaskError,
+    UnknownPluginError,
+)
+from .hookspecs import hookimpl
+from .interfaces import Backend, LLMMessage, LLMProvider, LLMRequest, LLMResponse, Readiness, Strategy, TaskRef
+from .plugins import get_plugin_manager
+from .records import (
+    Attempt,
+    Candidate,
+    CheckResult,
+    EvalStatus,
+    Evaluation,
+    Plan,
+    Profile,
+    Provenance,
+    RunConfig,
+    SearchEdge,
+    SearchNode,
+    Task,
+    TestReport,
+)
+from .serialize import from_json, to_json
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Attempt", "Backend", "Candidate", "CandidateFailed", "CheckResult", "ConfigError", "EvalStatus",
+    "Evaluation", "LLMMessage", "LLMProvider", "LLMRequest", "LLMResponse", "MaxKernelError", "Plan",
+    "PluginError", "Profile", "Provenance", "ProviderError", "Readiness", "RunConfig", "SearchEdge",
+    "SearchNode", "StoreError", "Strategy", "Task", "TaskError", "TaskRef", "TestReport",
+    "UnknownPluginError", "from_json", "get_plugin_manager", "hookimpl", "to_json",
+]

@@ -1,0 +1,1 @@
+"""The ``maxkernel`` command line."""

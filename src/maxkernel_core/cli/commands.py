@@ -1,0 +1,173 @@
+"""The core's own commands: plugins, config, runs, tasks."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import TaskError
+from ..serialize import to_json
+from .app import App, app_for
+from .main import cli
+
+INTERNAL_PLUGIN_PREFIX = "maxkernel-role-log-"
+
+
+def _console() -> Console:
+    return Console(soft_wrap=True)
+
+
+def _echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+def _app() -> App:
+    return app_for(click.get_current_context())
+
+
+def plugin_rows(app: App) -> list[dict[str, Any]]:
+    """Each loaded plugin with its distribution, hooks, and what it registered."""
+    pm = app.pm
+    registered: dict[str, list[str]] = {}
+    for kind in ("backend", "strategy", "llm_provider"):
+        for reg in pm.registries.all(kind).values():
+            registered.setdefault(reg.plugin, []).append(f"{kind}:{reg.name}")
+    rows = []
+    for name, info in sorted(pm.plugin_info.items()):
+        if name.startswith(INTERNAL_PLUGIN_PREFIX):
+            continue
+        plugin = pm.get_plugin(name)
+        hooks = sorted(caller.name for caller in pm.get_hookcallers(plugin) or [])
+        rows.append({
+            "name": name,
+            "distribution": info.distribution,
+            "version": info.version,
+            "module": info.module,
+            "hooks": hooks,
+            "registers": registered.get(name, []),
+        })
+    return rows
+
+
+@cli.command("plugins")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON array.")
+def plugins_cmd(as_json: bool) -> None:
+    """List loaded plugins, their distributions and the hooks they implement."""
+    rows = plugin_rows(_app())
+    if as_json:
+        _echo_json(rows)
+        return
+    if not rows:
+        click.echo("No plugins loaded (check MAXKERNEL_LOAD_PLUGINS and --disable-plugin).")
+        return
+    table = Table("plugin", "distribution", "registers", "hooks", title="maxkernel plugins")
+    for row in rows:
+        dist = f"{row['distribution']} {row['version']}" if row["distribution"] else "(in-process)"
+        table.add_row(row["name"], dist, "\n".join(row["registers"]) or "-", ", ".join(row["hooks"]))
+    _console().print(table)
+
+
+@cli.group("config")
+def config_group() -> None:
+    """Inspect settings."""
+
+
+@config_group.command("show")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: key -> {value, source}.")
+def config_show(as_json: bool) -> None:
+    """Print the merged settings and where each value came from."""
+    resolved = _app().resolved
+    rows = resolved.items()
+    if as_json:
+        _echo_json({key: {"value": value, "source": source} for key, value, source in rows})
+        return
+    click.echo(f"config file: {resolved.file or '(none found; using defaults)'}")
+    table = Table("key", "value", "source")
+    for key, value, source in rows:
+        table.add_row(key, json.dumps(value), source)
+    _console().print(table)
+
+
+@cli.group("runs")
+def runs_group() -> None:
+    """Inspect the run store ($MAXKERNEL_HOME/runs.db)."""
+
+
+def _when(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+@runs_group.command("list")
+@click.option("--limit", default=20, show_default=True, help="Newest runs first.")
+@click.option("--json", "as_json", is_flag=True)
+def runs_list(limit: int, as_json: bool) -> None:
+    """List recent runs."""
+    store = _app().store
+    runs = store.list_runs(limit)
+    if as_json:
+        _echo_json([{"id": r.id, "status": r.status, "task": r.task_id, "strategy": r.strategy,
+                     "provider": r.provider, "created_at": r.created_at} for r in runs])
+        return
+    if not runs:
+        click.echo(f"No runs yet in {store.path}.")
+        return
+    table = Table("run", "started", "status", "task", "strategy", "provider")
+    for r in runs:
+        table.add_row(r.id, _when(r.created_at), r.status, r.task_id, r.strategy, r.provider or "-")
+    _console().print(table)
+
+
+@runs_group.command("show")
+@click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True)
+def runs_show(run_id: str, as_json: bool) -> None:
+    """Show one run: config, verdicts, LLM usage."""
+    summary = _app().store.run_summary(run_id)
+    if as_json:
+        _echo_json(summary)
+        return
+    click.echo(f"run {summary['id']}: {summary['status']}")
+    click.echo(f"  task {summary['task']}, strategy {summary['strategy']}, provider {summary['provider']}")
+    click.echo(f"  started {_when(summary['created_at'])}, last update {_when(summary['updated_at'])}")
+    click.echo(f"  {summary['candidates']} candidates, {len(summary['evaluations'])} evaluations, "
+               f"{summary['llm_calls']} LLM calls ({summary['tokens']} tokens), {summary['search_nodes']} search nodes")
+    for e in summary["evaluations"]:
+        click.echo(f"  - {e['candidate']}: {e['status']}" + (f" ({e['reason']})" if e["reason"] else ""))
+
+
+@cli.command("tasks")
+@click.argument("path", required=False, type=click.Path(exists=True, path_type=Path))
+@click.option("--json", "as_json", is_flag=True)
+def tasks_cmd(path: Path | None, as_json: bool) -> None:
+    """List the tasks in PATH, or in the configured and bundled task folders."""
+    app = _app()
+    refs = []
+    for backend in app.backends():
+        roots = [path] if path else app.task_roots(backend)
+        for root in roots:
+            refs.extend(backend.discover_tasks(Path(root)))
+    if as_json:
+        _echo_json([{"id": r.id, "format": r.format, "backend": r.backend, "sizes": list(r.sizes),
+                     "dtype": r.dtype, "path": r.path, "problem": r.problem} for r in refs])
+        return
+    if not refs:
+        where = path or "the configured folders (tasks.paths) or bundled suites"
+        if not app.pm.registries.backends:
+            raise TaskError("no backend plugin is loaded, so no task format is known; see `maxkernel plugins`")
+        click.echo(f"No tasks found in {where}.")
+        return
+    table = Table("task", "format", "sizes", "dtype", "status")
+    for r in refs:
+        table.add_row(r.id, r.format, ",".join(r.sizes), r.dtype or "-", f"cannot load: {r.problem}" if r.problem else "ok")
+    _console().print(table)
+
+
+def record_json(record: Any) -> str:
+    """A record as pretty JSON, as `--json` flags print them."""
+    return json.dumps(to_json(record), indent=2, sort_keys=True, default=str)

@@ -1,0 +1,275 @@
+"""Settings: defaults, then a config file, then environment variables, then CLI flags.
+
+The file is ``maxkernel.toml`` in the working directory, or else the
+``[tool.maxkernel]`` table of ``pyproject.toml`` there (or the file given with
+``--config``). Environment variables are ``MAXKERNEL_<SECTION>_<KEY>``, for
+example ``MAXKERNEL_RUN_PROVIDER=offline``; a few have short names
+(:data:`ENV_ALIASES`). Every resolved value remembers where it came from, which
+``maxkernel config show`` prints.
+
+Unknown keys and wrong types are a :class:`~maxkernel_core.errors.ConfigError`
+naming the key and the file: a misspelled key silently ignored costs a user an
+afternoon.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+from attrs import define, field
+
+from .errors import ConfigError
+
+
+@define
+class RunSettings:
+    strategy: str = "auto"
+    provider: str = "offline"
+    model: str | None = None
+    backend: str = "tpu_pallas"
+    target: str = "v5e"
+    budget: int | None = None
+    seed: int = 0
+    out: str = "maxkernel-out"
+
+
+@define
+class TasksSettings:
+    #: Extra folders searched for tasks by id, besides the bundled jaxbench suite.
+    paths: list[str] = field(factory=list)
+
+
+@define
+class PluginSettings:
+    #: Load only these entry points (None: all installed).
+    load: list[str] | None = None
+    disable: list[str] = field(factory=list)
+    trace: bool = False
+
+
+@define
+class StoreSettings:
+    #: Folder of the run store; default: the user data dir.
+    home: str | None = None
+
+
+@define
+class Settings:
+    run: RunSettings = field(factory=RunSettings)
+    tasks: TasksSettings = field(factory=TasksSettings)
+    plugins: PluginSettings = field(factory=PluginSettings)
+    store: StoreSettings = field(factory=StoreSettings)
+    #: Free-form options per strategy, ``[strategy.graph] beam_width = 3``; each
+    #: strategy validates its own table.
+    strategy: dict[str, dict[str, Any]] = field(factory=dict)
+
+
+FREE_FORM_SECTIONS = {"strategy"}
+
+ENV_ALIASES = {
+    "MAXKERNEL_HOME": "store.home",
+    "MAXKERNEL_LOAD_PLUGINS": "plugins.load",
+    "MAXKERNEL_DISABLE_PLUGINS": "plugins.disable",
+    "MAXKERNEL_TRACE_PLUGINS": "plugins.trace",
+}
+
+
+@define
+class ResolvedSettings:
+    """Merged settings plus, for each dotted key, where its value came from."""
+
+    settings: Settings
+    sources: dict[str, str]
+    file: Path | None = None
+
+    def items(self) -> list[tuple[str, Any, str]]:
+        rows = []
+        for section in attrs.fields(Settings):
+            value = getattr(self.settings, section.name)
+            if section.name in FREE_FORM_SECTIONS:
+                for name, table in value.items():
+                    for key, v in table.items():
+                        dotted = f"{section.name}.{name}.{key}"
+                        rows.append((dotted, v, self.sources.get(dotted, "default")))
+                continue
+            for f in attrs.fields(type(value)):
+                dotted = f"{section.name}.{f.name}"
+                rows.append((dotted, getattr(value, f.name), self.sources.get(dotted, "default")))
+        return rows
+
+
+def _section_types() -> dict[str, type]:
+    attrs.resolve_types(Settings)
+    return {f.name: f.type for f in attrs.fields(Settings)}
+
+
+def _field_types(section_cls: type) -> dict[str, Any]:
+    attrs.resolve_types(section_cls)
+    return {f.name: f.type for f in attrs.fields(section_cls)}
+
+
+def _describe(tp: Any) -> str:
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    origin = typing.get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        return _describe(args[0]) + " (or unset)"
+    if origin is list:
+        return "a list of strings"
+    return {str: "a string", int: "an integer", float: "a number", bool: "true or false"}.get(tp, str(tp))
+
+
+def _coerce(value: Any, tp: Any, *, from_text: bool) -> Any:
+    """Check ``value`` against ``tp``; text from env/flags is parsed first. Raises ValueError."""
+    origin = typing.get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        if value is None or (from_text and value == ""):
+            return None
+        (inner,) = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _coerce(value, inner, from_text=from_text)
+    if origin is list:
+        if from_text and isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError
+        return list(value)
+    if tp is bool:
+        if from_text and isinstance(value, str):
+            low = value.strip().lower()
+            if low in ("1", "true", "yes", "on"):
+                return True
+            if low in ("0", "false", "no", "off", ""):
+                return False
+        if not isinstance(value, bool):
+            raise ValueError
+        return value
+    if tp is int:
+        if from_text and isinstance(value, str):
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError
+        return value
+    if tp is float:
+        if from_text and isinstance(value, str):
+            value = float(value)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ValueError
+        return value
+    raise ValueError
+
+
+def find_config_file(cwd: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The config file that applies in ``cwd`` and its maxkernel table, if any."""
+    own = cwd / "maxkernel.toml"
+    if own.is_file():
+        return own, _read_toml(own)
+    pyproject = cwd / "pyproject.toml"
+    if pyproject.is_file():
+        table = _read_toml(pyproject).get("tool", {}).get("maxkernel")
+        if table is not None:
+            return pyproject, table
+    return None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+
+
+def _apply(settings: Settings, sources: dict[str, str], dotted: str, raw: Any, *, where: str, from_text: bool,
+           base_dir: Path | None = None) -> None:
+    section, _, key = dotted.partition(".")
+    section_types = _section_types()
+    if section not in section_types:
+        raise ConfigError(f"unknown config section [{section}] in {where} (known: {', '.join(section_types)})")
+    if section in FREE_FORM_SECTIONS:
+        name, _, option = key.partition(".")
+        if not name or not option:
+            raise ConfigError(f"config key {dotted!r} in {where} must look like {section}.NAME.OPTION")
+        getattr(settings, section).setdefault(name, {})[option] = raw
+        sources[dotted] = where
+        return
+    types_ = _field_types(section_types[section])
+    if key not in types_:
+        raise ConfigError(
+            f"unknown config key {dotted!r} in {where} (keys of [{section}]: {', '.join(types_)})"
+        )
+    try:
+        value = _coerce(raw, types_[key], from_text=from_text)
+    except (ValueError, TypeError):
+        raise ConfigError(f"config key {dotted!r} in {where} must be {_describe(types_[key])}, got {raw!r}") from None
+    if dotted == "tasks.paths" and base_dir is not None:
+        value = [str((base_dir / p).resolve()) if not Path(p).is_absolute() else p for p in value]
+    setattr(getattr(settings, section), key, value)
+    sources[dotted] = where
+
+
+def _flatten(table: Mapping[str, Any], where: str) -> list[tuple[str, Any]]:
+    out = []
+    for section, body in table.items():
+        if not isinstance(body, Mapping):
+            raise ConfigError(f"config entry {section!r} in {where} must be a [table] of keys")
+        for key, value in body.items():
+            if section in FREE_FORM_SECTIONS and isinstance(value, Mapping):
+                out.extend((f"{section}.{key}.{k}", v) for k, v in value.items())
+            else:
+                out.append((f"{section}.{key}", value))
+    return out
+
+
+def env_key(name: str) -> str | None:
+    """The dotted key an environment variable sets, or None if it is not a config variable."""
+    if name in ENV_ALIASES:
+        return ENV_ALIASES[name]
+    if not name.startswith("MAXKERNEL_"):
+        return None
+    rest = name[len("MAXKERNEL_"):].lower()
+    section, _, key = rest.partition("_")
+    if section in _section_types() and section not in FREE_FORM_SECTIONS and key:
+        return f"{section}.{key}"
+    return None
+
+
+def load_settings(
+    cwd: Path | None = None,
+    *,
+    config_file: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, tuple[Any, str]] | None = None,
+) -> ResolvedSettings:
+    """Resolve settings in rising precedence: defaults, file, environment, ``overrides``.
+
+    :param overrides: dotted key -> (value, label), e.g. ``{"run.provider": ("x", "--provider")}``.
+    """
+    cwd = cwd or Path.cwd()
+    env = os.environ if env is None else env
+    settings, sources = Settings(), {}
+    found = (config_file, _read_toml(config_file)) if config_file else find_config_file(cwd)
+    if config_file and config_file.name == "pyproject.toml" and found:
+        found = (config_file, found[1].get("tool", {}).get("maxkernel", {}))
+    path = found[0] if found else None
+    if found:
+        for dotted, raw in _flatten(found[1], str(path)):
+            _apply(settings, sources, dotted, raw, where=str(path), from_text=False, base_dir=path.parent)
+    for name in sorted(env):
+        dotted = env_key(name)
+        if dotted:
+            _apply(settings, sources, dotted, env[name], where=f"env {name}", from_text=True, base_dir=cwd)
+    for dotted, (raw, label) in (overrides or {}).items():
+        if raw is not None:
+            _apply(settings, sources, dotted, raw, where=label, from_text=isinstance(raw, str), base_dir=cwd)
+    return ResolvedSettings(settings, sources, path)

@@ -1,0 +1,155 @@
+"""The hooks a maxkernel plugin can implement: this file is the whole plugin contract.
+
+A plugin is a module or object with functions decorated by
+``maxkernel_core.hookimpl`` whose names and parameters match a spec below; it
+is found through the ``maxkernel`` entry-point group, which is how the
+built-in plugins are found too. A plugin may take any subset of a hook's
+parameters, in any order (pluggy passes them by name).
+
+Two kinds of hook:
+
+* **Discovery** (``register_*``): called once per plugin manager; every
+  implementation is called (*collected*). Each receives a ``register`` callback.
+* **Roles** (``agent_*``): the five sub-agent roles. They are *firstresult*:
+  implementations are tried in order until one returns something other than
+  ``None``. Built-ins are registered with ``trylast=True``, so a third-party
+  implementation runs first and the built-in is the fallback; return ``None``
+  to pass. A ``hookimpl(wrapper=True)`` sees every call and its result (the
+  core uses one for timing and the run log).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    import click
+
+    from .records import Attempt, Candidate, Evaluation, Plan, Profile, Task
+    from .session import AgentContext
+
+PROJECT_NAME = "maxkernel"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+# --- discovery -------------------------------------------------------------
+
+
+@hookspec
+def register_backends(register: Callable[..., None]) -> None:
+    """Register backend classes.
+
+    :param register: call ``register(BackendClass)`` for each
+        :class:`~maxkernel_core.interfaces.Backend` subclass; it is registered
+        under ``BackendClass.name``.
+    :returns: nothing; every implementation is called.
+
+    Two plugins registering the same name is an error naming both plugins.
+    """
+
+
+@hookspec
+def register_strategies(register: Callable[..., None]) -> None:
+    """Register strategy classes.
+
+    :param register: call ``register(StrategyClass)`` for each
+        :class:`~maxkernel_core.interfaces.Strategy` subclass; it is registered
+        under ``StrategyClass.name`` and selected with ``--strategy NAME``.
+    :returns: nothing; every implementation is called.
+    """
+
+
+@hookspec
+def register_llm_providers(register: Callable[..., None]) -> None:
+    """Register LLM provider classes.
+
+    :param register: call ``register(ProviderClass)`` for each
+        :class:`~maxkernel_core.interfaces.LLMProvider` subclass; it is
+        registered under ``ProviderClass.name`` and selected with ``--provider NAME``
+        or ``run.provider`` / ``llm.roles.<role>.provider`` in config.
+    :returns: nothing; every implementation is called.
+    """
+
+
+@hookspec
+def register_commands(cli: click.Group) -> None:
+    """Add subcommands to the ``maxkernel`` command line.
+
+    :param cli: the root click group; decorate functions with ``@cli.command()``.
+    :returns: nothing; every implementation is called.
+    """
+
+
+# --- the five sub-agent roles ---------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def agent_plan(task: Task, history: Sequence[Attempt], ctx: AgentContext) -> Plan | None:
+    """Planner: decide what the next kernel should do.
+
+    :param task: the task being optimized.
+    :param history: earlier attempts of this run, oldest first, with verdicts.
+    :param ctx: the run's context (config, backend, LLM access, latest profile).
+    :returns: a :class:`~maxkernel_core.records.Plan`, or ``None`` to let the next
+        implementation answer. First non-``None`` result wins.
+    """
+
+
+@hookspec(firstresult=True)
+def agent_implement(task: Task, plan: Plan, ctx: AgentContext) -> Candidate | None:
+    """Implementer: write a whole candidate module from ``plan``.
+
+    :param task: the task being optimized.
+    :param plan: the plan to implement.
+    :param ctx: the run's context.
+    :returns: a :class:`~maxkernel_core.records.Candidate` whose ``code`` is the
+        complete module, or ``None`` to pass. First non-``None`` result wins.
+    """
+
+
+@hookspec(firstresult=True)
+def agent_debug(
+    task: Task, candidate: Candidate, evaluation: Evaluation, attempts: Sequence[Attempt], ctx: AgentContext
+) -> Candidate | None:
+    """Debugger: fix a candidate that failed to compile or to pass a check.
+
+    :param task: the task being optimized.
+    :param candidate: the failed candidate.
+    :param evaluation: its verdict (status, reason, compiler message).
+    :param attempts: earlier debug attempts on this lineage, oldest first.
+    :param ctx: the run's context.
+    :returns: a new candidate whose ``parent_id`` is ``candidate.id``, or ``None``
+        when no fix is proposed. First non-``None`` result wins.
+    """
+
+
+@hookspec(firstresult=True)
+def agent_test(task: Task, candidate: Candidate, ctx: AgentContext) -> Evaluation | None:
+    """Tester: judge a candidate, from outside its process.
+
+    :param task: the task the candidate claims to solve.
+    :param candidate: the candidate to judge.
+    :param ctx: the run's context (``ctx.backend`` is the selected backend).
+    :returns: an :class:`~maxkernel_core.records.Evaluation` (its ``test`` field holds
+        the correctness :class:`~maxkernel_core.records.TestReport`), or ``None``
+        when this implementation does not judge for ``ctx.backend``. First
+        non-``None`` result wins.
+    """
+
+
+@hookspec(firstresult=True)
+def agent_profile(task: Task, candidate: Candidate, ctx: AgentContext) -> Profile | None:
+    """Profiler: estimate or measure a candidate's speed and say what bounds it.
+
+    :param task: the task.
+    :param candidate: a candidate that passed the tester.
+    :param ctx: the run's context.
+    :returns: a :class:`~maxkernel_core.records.Profile` (``estimated`` says whether
+        its figures are a model's or measured), or ``None`` to pass. First
+        non-``None`` result wins.
+    """

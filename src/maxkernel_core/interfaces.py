@@ -1,0 +1,153 @@
+"""What a backend, a strategy and an LLM provider must offer.
+
+Plugins register classes that subclass these through the ``register_*`` hooks in
+:mod:`maxkernel_core.hookspecs`. The core only ever talks to plugins through
+these methods, so a third-party class that implements them is as good as a
+built-in one.
+"""
+
+from __future__ import annotations
+
+import abc
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from attrs import field, frozen
+
+from .records import Candidate, Evaluation, Task, record
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .session import RunResult, RunSession
+
+
+@frozen
+class TaskRef:
+    """A task found on disk, described without importing its code."""
+
+    id: str
+    path: str
+    format: str
+    backend: str
+    sizes: tuple[str, ...] = ()
+    dtype: str = ""
+    problem: str | None = None  # why it cannot load, if it cannot
+
+
+class Backend(abc.ABC):
+    """Turns tasks and candidate source into verdicts for one kind of accelerator."""
+
+    #: The name users select with ``--backend`` and config ``run.backend``.
+    name: ClassVar[str]
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings
+
+    def task_roots(self) -> list[Path]:
+        """Folders of task suites this backend bundles, searched after ``tasks.paths``."""
+        return []
+
+    @abc.abstractmethod
+    def discover_tasks(self, root: Path) -> list[TaskRef]:
+        """Tasks found under ``root`` in a format this backend reads; no task code is run."""
+
+    @abc.abstractmethod
+    def load_task(self, ref: str | Path, search_paths: tuple[Path, ...] = ()) -> Task:
+        """Load one task by path or by id (looked up in ``search_paths``).
+
+        Raises :class:`~maxkernel_core.errors.TaskError` with one line naming the
+        file and what is wrong when the task is malformed.
+        """
+
+    @abc.abstractmethod
+    def evaluate(self, task: Task, candidate: Candidate, *, target: str) -> Evaluation:
+        """Judge ``candidate`` against ``task`` from outside the candidate's process."""
+
+    def knowledge(self, task: Task, *, target: str, budget_chars: int) -> str:
+        """Backend rules and chip facts for prompts, at most ``budget_chars`` long."""
+        return ""
+
+    def close(self) -> None:
+        """Release worker processes and other resources."""
+
+
+class Strategy(abc.ABC):
+    """Decides which roles to call in which order to find the best kernel."""
+
+    name: ClassVar[str]
+    #: One line for ``maxkernel plugins`` and ``--help``.
+    description: ClassVar[str] = ""
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        #: this strategy's ``[strategy.NAME]`` table from config
+        self.options = dict(options or {})
+
+    @abc.abstractmethod
+    def run(self, session: RunSession) -> RunResult:
+        """Drive one run through ``session`` and return its result."""
+
+
+@record
+@frozen
+class LLMMessage:
+    role: str  # "system" | "user" | "assistant"
+    content: str
+
+
+@record
+@frozen
+class LLMRequest:
+    """What a role asks a model: messages plus sampling options."""
+
+    messages: tuple[LLMMessage, ...]
+    model: str | None = None
+    temperature: float | None = None
+    max_output_tokens: int | None = None
+    role: str = ""
+    options: dict[str, Any] = field(factory=dict)
+
+
+@record
+@frozen
+class LLMResponse:
+    """A model's reply and what it cost."""
+
+    text: str
+    model: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    latency_s: float = 0.0
+    finish_reason: str = ""
+
+
+@frozen
+class Readiness:
+    """Whether a provider can be used now, and if not, what to do about it."""
+
+    ready: bool
+    message: str = ""
+
+
+class LLMProvider(abc.ABC):
+    """A source of model completions (a vendor SDK, a local server, a replay, a synthesizer)."""
+
+    name: ClassVar[str]
+    #: Environment variables any one of which makes the provider ready (empty: none needed).
+    key_env_vars: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings
+
+    def readiness(self) -> Readiness:
+        """Ready unless every env var in ``key_env_vars`` is unset."""
+        import os
+
+        if not self.key_env_vars or any(os.environ.get(v) for v in self.key_env_vars):
+            return Readiness(True)
+        names = " or ".join(self.key_env_vars)
+        return Readiness(False, f"set {names} to use provider {self.name!r}")
+
+    @abc.abstractmethod
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        """Return the model's reply to ``request``; raise ProviderError when it cannot."""

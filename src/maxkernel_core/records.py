@@ -1,0 +1,245 @@
+"""The records that flow between the core, the sub-agent roles and the plugins.
+
+All are attrs classes, frozen so that a record handed to a hook cannot be
+changed behind the caller's back (``attrs.evolve`` makes a modified copy).
+Every record round-trips through JSON with :func:`maxkernel_core.serialize.to_json`
+and :func:`~maxkernel_core.serialize.from_json`; the stored JSON names the record
+type and its schema version so that old run stores stay readable.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+import uuid
+from typing import Any
+
+from attrs import field, frozen
+
+
+def new_id(prefix: str) -> str:
+    """A short, sortable-enough unique id such as ``cand-1f3a9c2b7d10``."""
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def _now() -> float:
+    return time.time()
+
+
+#: Record classes by name, for JSON round-trips. A class's ``__schema_version__``
+#: (default 1) is bumped when its fields change incompatibly; ``from_json``
+#: refuses a newer version than it knows instead of misreading it.
+RECORD_TYPES: dict[str, type] = {}
+
+
+def record(cls):
+    """Register a record class for JSON round-trips under its class name."""
+    if RECORD_TYPES.setdefault(cls.__name__, cls) is not cls:
+        raise TypeError(f"two record classes are named {cls.__name__}")
+    return cls
+
+
+def schema_version(cls: type) -> int:
+    return getattr(cls, "__schema_version__", 1)
+
+
+@record
+@frozen
+class Task:
+    """A kernel task: a reference computation to beat, with its tolerances.
+
+    ``path`` is the folder or module the task was loaded from; ``format`` names
+    the on-disk format (``maxkernel`` or ``jaxbench``); ``sizes`` lists the input
+    sizes the task offers (``full`` always, ``small`` for CPU correctness runs).
+    """
+
+    id: str
+    backend: str
+    path: str
+    description: str = ""
+    format: str = "maxkernel"
+    sizes: tuple[str, ...] = ("full",)
+    dtype: str = ""
+    atol: float | tuple[float, ...] = 1e-5
+    rtol: float | tuple[float, ...] = 1e-5
+    metadata: dict[str, Any] = field(factory=dict)
+
+
+@record
+@frozen
+class Plan:
+    """A planner's decision: prose for the implementer plus structured choices.
+
+    ``decisions`` holds the named choices (``tiling``, ``memory``, ``pipelining``,
+    ``grid``, ``fusion`` ...); ``parameters`` the concrete values (block sizes).
+    """
+
+    task_id: str
+    summary: str
+    decisions: dict[str, Any] = field(factory=dict)
+    parameters: dict[str, Any] = field(factory=dict)
+    id: str = field(factory=lambda: new_id("plan"))
+    author: str = ""
+
+
+@record
+@frozen
+class Provenance:
+    """Who made a candidate and how: role, provider/model, the idea applied."""
+
+    role: str = ""
+    provider: str = ""
+    model: str = ""
+    strategy: str = ""
+    transformation: str = ""
+    plan_id: str | None = None
+    llm_call_ids: tuple[int, ...] = ()
+
+
+@record
+@frozen
+class Candidate:
+    """One kernel attempt: the whole module source and the parameters it declares."""
+
+    task_id: str
+    code: str
+    parameters: dict[str, Any] = field(factory=dict)
+    parent_id: str | None = None
+    provenance: Provenance = field(factory=Provenance)
+    id: str = field(factory=lambda: new_id("cand"))
+    created_at: float = field(factory=_now)
+
+
+class EvalStatus(str, enum.Enum):
+    """Outcome of the evaluation cascade; only ``OK`` means the kernel may be used."""
+
+    OK = "ok"
+    REJECTED = "rejected"
+    COMPILE_ERROR = "compile_error"
+    INCORRECT = "incorrect"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+
+
+@record
+@frozen
+class CheckResult:
+    """One step of the evaluation cascade (load, proof of kernel, compile, ...)."""
+
+    name: str
+    passed: bool
+    message: str = ""
+    details: dict[str, Any] = field(factory=dict)
+    seconds: float = 0.0
+
+
+@record
+@frozen
+class TestReport:
+    """The tester role's verdict on correctness over several input sets."""
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    candidate_id: str
+    passed: bool
+    input_sets: int = 0
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    message: str = ""
+    details: dict[str, Any] = field(factory=dict)
+
+
+@record
+@frozen
+class Profile:
+    """The profiler role's performance view of a candidate.
+
+    ``estimated`` is True for a cost-model figure and False only for time
+    measured on the device; reports must never present one as the other.
+    """
+
+    candidate_id: str
+    source: str
+    estimated: bool
+    seconds: float | None = None
+    reference_seconds: float | None = None
+    bound: str = ""
+    diagnosis: tuple[str, ...] = ()
+    details: dict[str, Any] = field(factory=dict)
+
+    @property
+    def speedup(self) -> float | None:
+        if self.seconds and self.reference_seconds:
+            return self.reference_seconds / self.seconds
+        return None
+
+
+@record
+@frozen
+class Evaluation:
+    """The judge's verdict on a candidate: status, a reason a model can act on, each check."""
+
+    candidate_id: str
+    status: EvalStatus
+    reason: str = ""
+    checks: tuple[CheckResult, ...] = ()
+    details: dict[str, Any] = field(factory=dict)
+    test: TestReport | None = None
+    profile: Profile | None = None
+    target: str = ""
+    created_at: float = field(factory=_now)
+
+    @property
+    def ok(self) -> bool:
+        return self.status is EvalStatus.OK
+
+
+@record
+@frozen
+class SearchNode:
+    """A node of a search graph: one candidate, where it sits, how it scored."""
+
+    run_id: str
+    candidate_id: str
+    parent_id: str | None = None
+    depth: int = 0
+    score: float | None = None
+    in_beam: bool = False
+    id: str = field(factory=lambda: new_id("node"))
+
+
+@record
+@frozen
+class SearchEdge:
+    """A transformation from one node to another (an optimization idea or a parameter move)."""
+
+    run_id: str
+    parent_id: str
+    child_id: str
+    transformation: str
+    description: str = ""
+
+
+@record
+@frozen
+class RunConfig:
+    """What one run was asked to do: the resolved settings a strategy works under."""
+
+    task: str
+    strategy: str = "auto"
+    provider: str = "offline"
+    model: str | None = None
+    backend: str = "tpu_pallas"
+    target: str = "v5e"
+    budget: int | None = None
+    seed: int = 0
+    options: dict[str, Any] = field(factory=dict)
+
+
+@record
+@frozen
+class Attempt:
+    """A candidate with its verdict: the unit of history that roles learn from."""
+
+    candidate: Candidate
+    evaluation: Evaluation

@@ -1,0 +1,198 @@
+"""A run in progress: what a strategy drives, and what the role hooks receive.
+
+A :class:`RunSession` calls the sub-agent role hooks, stores every candidate
+and verdict before returning it (so a killed run loses nothing it evaluated),
+and keeps the history that roles learn from. Strategies use nothing else.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from attrs import define, field, frozen
+
+from .errors import PluginError
+from .hookspecs import hookimpl
+from .interfaces import Backend, LLMProvider, LLMRequest, LLMResponse
+from .records import Attempt, Candidate, Evaluation, Plan, Profile, RunConfig, SearchEdge, SearchNode, Task, record
+from .store import RunStore
+
+ROLES = ("plan", "implement", "debug", "test", "profile")
+
+
+@define
+class AgentContext:
+    """What a role implementation may use besides its records."""
+
+    run_id: str
+    config: RunConfig
+    backend: Backend
+    store: RunStore
+    #: role name ("plan", "implement", ...) or "default" -> provider
+    providers: dict[str, LLMProvider] = field(factory=dict)
+    #: the latest profile of the best candidate, for the planner
+    profile: Profile | None = None
+    extras: dict[str, Any] = field(factory=dict)
+
+    def provider_for(self, role: str) -> LLMProvider:
+        provider = self.providers.get(role) or self.providers.get("default")
+        if provider is None:
+            raise PluginError(f"no LLM provider is configured for role {role!r}: set run.provider")
+        return provider
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        """Ask the role's provider; the call is logged to the run store, failures too."""
+        provider = self.provider_for(request.role or "default")
+        start = time.monotonic()
+        try:
+            response = provider.complete(request)
+        except Exception as exc:
+            self.store.add_llm_call(
+                self.run_id, provider=provider.name, request=request, response=None,
+                error=f"{type(exc).__name__}: {exc}", latency_s=time.monotonic() - start,
+            )
+            raise
+        self.store.add_llm_call(
+            self.run_id, provider=provider.name, request=request, response=response, latency_s=time.monotonic() - start
+        )
+        return response
+
+
+@record
+@frozen
+class RunResult:
+    """How a run ended and its best verified candidate (never an unverified one)."""
+
+    run_id: str
+    task_id: str
+    status: str  # "ok" | "no_valid_candidate" | "interrupted" | "failed"
+    best: Attempt | None = None
+    evaluations: int = 0
+    message: str = ""
+
+
+class RoleLog:
+    """Wraps every role hook call to time it; the session reports the totals."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, float, bool]] = []
+
+    def _timed(self, role: str):
+        start = time.monotonic()
+        try:
+            result = yield
+        except BaseException:
+            self.calls.append((role, time.monotonic() - start, False))
+            raise
+        self.calls.append((role, time.monotonic() - start, result is not None))
+        return result
+
+    @hookimpl(wrapper=True)
+    def agent_plan(self):
+        return (yield from self._timed("plan"))
+
+    @hookimpl(wrapper=True)
+    def agent_implement(self):
+        return (yield from self._timed("implement"))
+
+    @hookimpl(wrapper=True)
+    def agent_debug(self):
+        return (yield from self._timed("debug"))
+
+    @hookimpl(wrapper=True)
+    def agent_test(self):
+        return (yield from self._timed("test"))
+
+    @hookimpl(wrapper=True)
+    def agent_profile(self):
+        return (yield from self._timed("profile"))
+
+
+class RunSession:
+    """One run: calls roles through the plugin manager and records everything as it happens."""
+
+    def __init__(self, pm, store: RunStore, task: Task, config: RunConfig, backend: Backend,
+                 providers: dict[str, LLMProvider] | None = None, run_id: str | None = None) -> None:
+        self.pm, self.store, self.task, self.config = pm, store, task, config
+        resumed = run_id is not None
+        self.run_id = run_id if resumed else store.create_run(config)
+        self.ctx = AgentContext(self.run_id, config, backend, store, providers or {})
+        self.history: list[Attempt] = []
+        if resumed:  # pick up what a killed run already paid for
+            verdicts = {e.candidate_id: e for e in store.evaluations(self.run_id)}
+            self.history = [Attempt(c, verdicts[c.id]) for c in store.candidates(self.run_id) if c.id in verdicts]
+        self.role_log = RoleLog()
+        self._log_name = pm.register(self.role_log, name=f"maxkernel-role-log-{self.run_id}")
+
+    def close(self) -> None:
+        if self._log_name and self.pm.has_plugin(self._log_name):
+            self.pm.unregister(name=self._log_name)
+
+    def _call(self, hook: str, **kwargs: Any) -> Any:
+        result = getattr(self.pm.hook, hook)(ctx=self.ctx, task=self.task, **kwargs)
+        if result is None:
+            raise PluginError(
+                f"no plugin answered {hook} for backend {self.ctx.backend.name!r}: install the built-in "
+                "plugins (see README) or a plugin that implements it"
+            )
+        return result
+
+    # --- the five roles ------------------------------------------------------
+
+    def plan(self) -> Plan:
+        return self._call("agent_plan", history=tuple(self.history))
+
+    def implement(self, plan: Plan) -> Candidate:
+        return self._call("agent_implement", plan=plan)
+
+    def debug(self, candidate: Candidate, evaluation: Evaluation, attempts: Sequence[Attempt] = ()) -> Candidate | None:
+        return self.pm.hook.agent_debug(
+            ctx=self.ctx, task=self.task, candidate=candidate, evaluation=evaluation, attempts=tuple(attempts)
+        )
+
+    def evaluate(self, candidate: Candidate) -> Evaluation:
+        """Store the candidate, judge it (tester role), store the verdict, then return it."""
+        self.store.add_candidate(self.run_id, candidate)
+        evaluation = self._call("agent_test", candidate=candidate)
+        self.store.add_evaluation(self.run_id, evaluation)
+        self.history.append(Attempt(candidate, evaluation))
+        return evaluation
+
+    def profile(self, candidate: Candidate) -> Profile:
+        profile = self._call("agent_profile", candidate=candidate)
+        self.ctx.profile = profile
+        return profile
+
+    # --- search graphs -------------------------------------------------------
+
+    def add_node(self, node: SearchNode) -> None:
+        self.store.add_node(node)
+
+    def add_edge(self, edge: SearchEdge) -> None:
+        self.store.add_edge(edge)
+
+    # --- the end -------------------------------------------------------------
+
+    def best(self) -> Attempt | None:
+        """The best verified attempt: ok verdicts only, fastest (estimated or measured) first."""
+        ok = [a for a in self.history if a.evaluation.ok]
+        if not ok:
+            return None
+
+        def key(a: Attempt) -> float:
+            p = a.evaluation.profile
+            return p.seconds if p and p.seconds else float("inf")
+
+        return min(ok, key=key)
+
+    def finish(self, status: str | None = None, message: str = "") -> RunResult:
+        best = self.best()
+        status = status or ("ok" if best else "no_valid_candidate")
+        result = RunResult(self.run_id, self.task.id, status, best, len(self.history), message)
+        from .serialize import to_json
+
+        self.store.set_run_status(self.run_id, status, to_json(result))
+        self.close()
+        return result

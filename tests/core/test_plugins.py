@@ -1,0 +1,154 @@
+import json
+import sys
+
+import pytest
+
+from maxkernel_core import Strategy, hookimpl
+from maxkernel_core.errors import PluginError, UnknownPluginError
+from maxkernel_core.plugins import get_plugin_manager
+from maxkernel_core.testing import FakeBackend, registered_plugin
+
+from ..helpers import make_distribution, run_cli
+
+STRATEGY_MODULE = '''
+from maxkernel_core import Strategy, hookimpl
+
+class S(Strategy):
+    name = "{name}"
+    def run(self, session):
+        return session.finish()
+
+@hookimpl
+def register_strategies(register):
+    register(S)
+'''
+
+
+def test_importing_the_core_loads_no_plugin():
+    code = ("import sys, maxkernel_core; "
+            "print(any(m.startswith(('maxkernel_best_of_n', 'maxkernel_tpu_pallas')) for m in sys.modules))")
+    result = run_cli.__globals__["subprocess"].run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.strip() == "False"
+
+
+def test_in_process_registration_and_lookup():
+    pm = get_plugin_manager(load_entrypoints=False)
+
+    class Mine(Strategy):
+        name = "mine"
+
+        def run(self, session):
+            raise NotImplementedError
+
+    class Plugin:
+        @hookimpl
+        def register_strategies(self, register):
+            register(Mine)
+
+        @hookimpl
+        def register_backends(self, register):
+            register(FakeBackend)
+
+    with registered_plugin(pm, Plugin(), name="mine-plugin"):
+        assert pm.registries.get("strategy", "mine").cls is Mine
+        assert pm.registries.get("strategy", "mine").plugin == "mine-plugin"
+        assert list(pm.registries.backends) == ["fake"]
+    assert "mine" not in pm.registries.strategies  # unregistering drops what it registered
+    with pytest.raises(UnknownPluginError, match=r"unknown strategy 'mine' \(installed: none\)"):
+        pm.registries.get("strategy", "mine")
+
+
+def test_registering_a_non_strategy_names_the_plugin():
+    pm = get_plugin_manager(load_entrypoints=False)
+
+    class Bad:
+        @hookimpl
+        def register_strategies(self, register):
+            register(object)
+
+    pm.register(Bad(), name="bad-plugin")
+    with pytest.raises(PluginError, match="plugin 'bad-plugin' registered .* not a Strategy subclass"):
+        pm.registries
+
+
+def test_duplicate_strategy_name_names_both_plugins(tmp_path):
+    root = make_distribution(tmp_path / "a", "dist-a", {"plug_a": "plug_a"}, {"plug_a": STRATEGY_MODULE.format(name="dup")})
+    make_distribution(root, "dist-b", {"plug_b": "plug_b"}, {"plug_b": STRATEGY_MODULE.format(name="dup")})
+    result = run_cli("plugins", pythonpath=[root])
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "Error: strategy name 'dup' is registered by both plugin 'plug_a' and plugin 'plug_b': "
+        "uninstall or --disable-plugin one of them"
+    )
+    # and disabling one of them resolves it
+    ok = run_cli("--disable-plugin", "plug_b", "plugins", "--json", pythonpath=[root])
+    assert ok.returncode == 0, ok.stderr
+    names = [p["name"] for p in json.loads(ok.stdout)]
+    assert "plug_a" in names and "plug_b" not in names
+
+
+def test_duplicate_entry_point_name_names_both_distributions(tmp_path):
+    root = make_distribution(tmp_path / "a", "dist-one", {"same": "mod_one"}, {"mod_one": ""})
+    make_distribution(root, "dist-two", {"same": "mod_two"}, {"mod_two": ""})
+    result = run_cli("plugins", pythonpath=[root])
+    assert result.returncode == 2
+    assert "plugin name 'same' is claimed by both" in result.stderr
+    assert "dist-one 1.0" in result.stderr and "dist-two 1.0" in result.stderr
+
+
+def test_plugin_import_error_names_plugin_and_distribution(tmp_path):
+    root = make_distribution(tmp_path / "a", "broken-dist", {"broken": "broken_mod"},
+                             {"broken_mod": "import not_a_module_anywhere\n"}, version="2.3")
+    result = run_cli("plugins", pythonpath=[root])
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "Error: plugin 'broken' from distribution 'broken-dist 2.3' failed to import "
+        "(ModuleNotFoundError: No module named 'not_a_module_anywhere'); "
+        "reinstall it or skip it with --disable-plugin broken"
+    )
+    assert run_cli("--disable-plugin", "broken", "plugins", pythonpath=[root]).returncode == 0
+
+
+def test_misspelled_hook_fails_loudly(tmp_path):
+    source = "from maxkernel_core import hookimpl\n@hookimpl\ndef register_strategy(register):\n    pass\n"
+    root = make_distribution(tmp_path / "a", "typo-dist", {"typo": "typo_mod"}, {"typo_mod": source})
+    result = run_cli("plugins", pythonpath=[root])
+    assert result.returncode == 2
+    assert "plugin 'typo' implements an unknown hook" in result.stderr
+    assert "register_strategy" in result.stderr
+
+
+def test_allowlist_and_disable_from_env(tmp_path):
+    root = make_distribution(tmp_path / "a", "dist-a", {"plug_a": "plug_a"}, {"plug_a": STRATEGY_MODULE.format(name="sa")})
+    make_distribution(root, "dist-b", {"plug_b": "plug_b"}, {"plug_b": STRATEGY_MODULE.format(name="sb")})
+
+    def names(**env):
+        result = run_cli("plugins", "--json", pythonpath=[root], env=env)
+        assert result.returncode == 0, result.stderr
+        return {p["name"] for p in json.loads(result.stdout)}
+
+    assert {"plug_a", "plug_b"} <= names()
+    assert names(MAXKERNEL_LOAD_PLUGINS="plug_b") == {"plug_b"}
+    assert names(MAXKERNEL_LOAD_PLUGINS="") == set()
+    assert "plug_a" not in names(MAXKERNEL_DISABLE_PLUGINS="plug_a")
+    bad = run_cli("--disable-plugin", "nope", "plugins", pythonpath=[root])
+    assert bad.returncode == 2 and "no installed plugin is named nope" in bad.stderr
+
+
+def test_trace_prints_hook_calls(tmp_path):
+    root = make_distribution(tmp_path / "a", "dist-a", {"plug_a": "plug_a"}, {"plug_a": STRATEGY_MODULE.format(name="sa")})
+    result = run_cli("plugins", pythonpath=[root], env={"MAXKERNEL_TRACE_PLUGINS": "1"})
+    assert result.returncode == 0
+    assert "register_strategies" in result.stderr
+
+
+def test_plugins_json_shows_distribution_hooks_and_registrations(tmp_path):
+    root = make_distribution(tmp_path / "a", "dist-a", {"plug_a": "plug_a"},
+                             {"plug_a": STRATEGY_MODULE.format(name="sa")}, version="4.5")
+    result = run_cli("plugins", "--json", pythonpath=[root], env={"MAXKERNEL_LOAD_PLUGINS": "plug_a"})
+    assert json.loads(result.stdout) == [{
+        "name": "plug_a", "distribution": "dist-a", "version": "4.5", "module": "plug_a",
+        "hooks": ["register_strategies"], "registers": ["strategy:sa"],
+    }]
+    table = run_cli("plugins", pythonpath=[root], env={"MAXKERNEL_LOAD_PLUGINS": "plug_a"})
+    assert "dist-a 4.5" in table.stdout and "strategy:sa" in table.stdout

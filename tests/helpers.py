@@ -1,0 +1,40 @@
+"""Shared helpers for the tests: run the CLI in a subprocess, as a user would."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+            pythonpath: list[Path] = (), timeout: float = 120) -> subprocess.CompletedProcess:
+    """``maxkernel ARGS`` in a fresh interpreter; extra ``pythonpath`` entries come first."""
+    full_env = {**os.environ, **(env or {})}
+    if pythonpath:
+        full_env["PYTHONPATH"] = os.pathsep.join([*map(str, pythonpath), full_env.get("PYTHONPATH", "")])
+    return subprocess.run(
+        [sys.executable, "-m", "maxkernel_core", *args],
+        capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout,
+    )
+
+
+def make_distribution(root: Path, dist: str, entry_points: dict[str, str], modules: dict[str, str],
+                      version: str = "1.0") -> Path:
+    """Lay out an installed distribution under ``root`` (a dist-info folder plus modules).
+
+    This is what ``pip install`` leaves on disk, so importlib.metadata finds its
+    ``maxkernel`` entry points exactly as it finds a real plugin's.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    info = root / f"{dist.replace('-', '_')}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+    lines = "\n".join(f"{name} = {target}" for name, target in entry_points.items())
+    (info / "entry_points.txt").write_text(f"[maxkernel]\n{lines}\n")
+    for name, source in modules.items():
+        (root / f"{name}.py").write_text(source)
+    return root
