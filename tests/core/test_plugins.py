@@ -152,3 +152,30 @@ def test_plugins_json_shows_distribution_hooks_and_registrations(tmp_path):
     }]
     table = run_cli("plugins", pythonpath=[root], env={"MAXKERNEL_LOAD_PLUGINS": "plug_a"})
     assert "dist-a 4.5" in table.stdout and "strategy:sa" in table.stdout
+
+
+def test_llm_provider_registration_and_readiness(monkeypatch):
+    from maxkernel_core import LLMProvider
+
+    class Keyed(LLMProvider):
+        name = "keyed"
+        key_env_vars = ("KEYED_API_KEY", "KEYED_TOKEN")
+
+        def complete(self, request):
+            raise NotImplementedError
+
+    class Plugin:
+        @hookimpl
+        def register_llm_providers(self, register):
+            register(Keyed)
+
+    pm = get_plugin_manager(load_entrypoints=False)
+    pm.register(Plugin(), name="keyed-plugin")
+    provider = pm.registries.get("llm_provider", "keyed").cls()
+    monkeypatch.delenv("KEYED_API_KEY", raising=False)
+    monkeypatch.delenv("KEYED_TOKEN", raising=False)
+    assert provider.readiness().message == "set KEYED_API_KEY or KEYED_TOKEN to use provider 'keyed'"
+    monkeypatch.setenv("KEYED_TOKEN", "t")
+    assert provider.readiness().ready
+    with pytest.raises(UnknownPluginError, match=r"unknown llm provider 'gpt' \(installed: keyed\)"):
+        pm.registries.get("llm_provider", "gpt")
