@@ -41,6 +41,20 @@ class RunSettings:
 
 
 @define
+class EvalSettings:
+    #: Wall-clock limit for judging one candidate (the worker is killed past it).
+    timeout_s: float = 300.0
+    #: Address-space limit of a worker process, MiB (JAX alone maps about 2 GiB).
+    memory_mb: int = 8192
+    #: Input sets checked besides the task's own (new seeds, or regenerated values).
+    fresh_inputs: int = 3
+    #: Pre-warmed worker processes kept ready.
+    spares: int = 1
+    #: "auto" (a TPU when one is attached, else CPU interpret mode), "cpu" or "tpu".
+    device: str = "auto"
+
+
+@define
 class TasksSettings:
     #: Extra folders searched for tasks by id, besides the bundled jaxbench suite.
     paths: list[str] = field(factory=list)
@@ -64,6 +78,7 @@ class StoreSettings:
 class Settings:
     run: RunSettings = field(factory=RunSettings)
     tasks: TasksSettings = field(factory=TasksSettings)
+    eval: EvalSettings = field(factory=EvalSettings)
     plugins: PluginSettings = field(factory=PluginSettings)
     store: StoreSettings = field(factory=StoreSettings)
     #: Free-form options per strategy, ``[strategy.graph] beam_width = 3``; each

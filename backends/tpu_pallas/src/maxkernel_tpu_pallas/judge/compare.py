@@ -1,0 +1,59 @@
+"""Output comparison, in the parent process, on arrays sent back by the worker.
+
+Shapes, dtypes, non-finite values and ``|got - ref| <= atol + rtol * |ref|``
+per output, in float64. Nothing the candidate does in its own process can
+reach this code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes  # noqa: F401  (bfloat16 arrays)
+import numpy as np
+
+
+def _per_output(tol: float | tuple[float, ...], n: int) -> list[float]:
+    if isinstance(tol, (int, float)):
+        return [float(tol)] * n
+    tol = list(tol)
+    return tol + [tol[-1]] * (n - len(tol)) if tol else [0.0] * n
+
+
+def compare(reference: list[np.ndarray], got: list[np.ndarray], atol, rtol) -> tuple[bool, str, dict[str, Any]]:
+    """(passed, reason, details) for one input set."""
+    if len(got) != len(reference):
+        return False, f"returned {len(got)} output(s), the reference returns {len(reference)}", {}
+    atols, rtols = _per_output(atol, len(reference)), _per_output(rtol, len(reference))
+    worst_abs, worst_rel, details = 0.0, 0.0, {"outputs": []}
+    for i, (ref, out) in enumerate(zip(reference, got)):
+        if out.shape != ref.shape:
+            return False, f"output {i} has shape {out.shape}, expected {ref.shape}", details
+        if out.dtype != ref.dtype:
+            return False, f"output {i} has dtype {out.dtype}, expected {ref.dtype}", details
+        r, o = ref.astype(np.float64), out.astype(np.float64)
+        bad_nonfinite = np.isfinite(r) & ~np.isfinite(o)
+        if bad_nonfinite.any():
+            where = tuple(int(x) for x in np.argwhere(bad_nonfinite)[0])
+            return False, (f"output {i} has {int(bad_nonfinite.sum())} NaN/Inf value(s) where the reference is "
+                           f"finite (first at index {where})"), details
+        finite = np.isfinite(r)
+        if not np.array_equal(np.isnan(r), np.isnan(o)) or not np.array_equal(r[~finite & ~np.isnan(r)], o[~finite & ~np.isnan(r)]):
+            return False, f"output {i} differs from the reference in its NaN/Inf values", details
+        err = np.abs(o - r)
+        err[~finite] = 0.0
+        rel = err / np.maximum(np.abs(r), np.finfo(np.float64).tiny)
+        allowed = atols[i] + rtols[i] * np.abs(r)
+        over = err > allowed
+        max_abs = float(err.max()) if err.size else 0.0
+        max_rel = float(rel[finite].max()) if finite.any() else 0.0
+        worst_abs, worst_rel = max(worst_abs, max_abs), max(worst_rel, max_rel)
+        details["outputs"].append({"max_abs_error": max_abs, "max_rel_error": max_rel,
+                                   "mismatched": int(over.sum()), "size": int(r.size)})
+        if over.any():
+            where = tuple(int(x) for x in np.argwhere(over)[0])
+            return False, (f"output {i}: {int(over.sum())} of {r.size} values outside atol={atols[i]:g}, rtol={rtols[i]:g} "
+                           f"(max abs error {max_abs:.3g}; first at index {where}: got {o[where]:.6g}, "
+                           f"expected {r[where]:.6g})"), details
+    details.update(max_abs_error=worst_abs, max_rel_error=worst_rel)
+    return True, "", details

@@ -1,0 +1,176 @@
+"""The two jobs a worker runs: the task's reference (trusted) and a candidate (untrusted).
+
+Each job reports through ``emit(header, arrays)`` as it goes, so when a
+candidate hangs or kills its process the parent still knows which stage it
+reached. No verdict is made here: the parent compares the outputs and applies
+the rules (``evaluator.py``), so nothing the candidate patches in this process
+can change the result.
+"""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+import jax
+import numpy as np
+
+from . import inputs as task_inputs
+from . import tripwire
+from .compile import compile_for_target
+from .work import work_stats
+
+Emit = Callable[..., None]
+
+
+def _flat(outputs: Any) -> list[np.ndarray]:
+    return [np.asarray(x) for x in jax.tree_util.tree_leaves(outputs)]
+
+
+def _error(exc: BaseException, source_file: str | None = None) -> dict[str, Any]:
+    frames = traceback.extract_tb(exc.__traceback__)
+    mine = [f for f in frames if source_file and f.filename == source_file]
+    where = mine[-1] if mine else (frames[-1] if frames else None)
+    return {
+        "type": type(exc).__name__,
+        "message": str(exc)[:1500],
+        "line": where.lineno if mine else None,
+        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4))[-2500:],
+    }
+
+
+def _on_tpu() -> bool:
+    return jax.default_backend() == "tpu"
+
+
+def _interpret():
+    """Pallas TPU interpret mode on CPU; on a TPU the kernels run for real."""
+    if _on_tpu():
+        import contextlib
+
+        return contextlib.nullcontext()
+    from jax.experimental.pallas import tpu as pltpu
+
+    return pltpu.force_tpu_interpret_mode(pltpu.InterpretParams())
+
+
+def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
+    meta = job["task"]
+    stage("import reference")
+    module = task_inputs.load_module(meta["module"], "maxkernel_reference_task")
+    fn = getattr(module, meta["entry"])
+    stage("full-size shapes")
+    shapes, static_full = task_inputs.abstract_full(module, meta)
+    stage("trace reference")
+    work = work_stats(jax.make_jaxpr(lambda *d: fn(*d, *static_full))(*shapes))
+    flops = float(module.get_flops()) if meta.get("has_flops") else None
+    stage("input sets")
+    full_bytes = sum(s.size * s.dtype.itemsize for s in shapes)
+    note = ""
+    if job["size"] == "full" and not _on_tpu() and full_bytes * (int(job["fresh"]) + 1) > job["max_full_input_bytes"]:
+        sets = []  # too big to check in interpret mode: say so rather than pretend
+        note = (f"the task has no small size and its full-size inputs ({full_bytes / 2**20:.0f} MiB) are too large "
+                "for a CPU correctness run")
+    else:
+        sets = task_inputs.input_sets(module, meta, fresh=int(job["fresh"]), size=job["size"])
+    emit({
+        "type": "reference",
+        "full_shapes": [{"shape": list(s.shape), "dtype": s.dtype.name} for s in shapes],
+        "static_full": task_inputs.encode_static(static_full),
+        "work": work,
+        "flops": flops,
+        "sets": len(sets),
+        "note": note,
+        "platform": jax.default_backend(),
+    })
+    for i, s in enumerate(sets):
+        stage(f"reference outputs, set {i}")
+        outputs = _flat(jax.jit(lambda *d, _s=s["static"]: fn(*d, *_s))(*s["dynamic"]))
+        dyn = [np.asarray(a) for a in s["dynamic"]]
+        emit({"type": "reference_set", "index": i, "how": s["how"], "static": task_inputs.encode_static(s["static"]),
+              "n_inputs": len(dyn)}, dyn + outputs)
+    if _on_tpu() and job.get("timing"):
+        from .timing import time_on_device
+
+        stage("time reference")
+        (dyn, static), *_ = task_inputs.call_inputs(module, meta, size="full", seed=None)
+        timing, out = time_on_device(lambda *d: fn(*d, *static), dyn, trace_root=Path(job["scratch"]) / "ref-trace")
+        emit({"type": "reference_timing", **timing}, _flat(out))
+
+
+def run_candidate(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
+    source = str(Path(job["scratch"]) / "candidate.py")
+    before = tripwire.snapshot()
+
+    stage("import")
+    try:
+        module = task_inputs.load_module(source, "candidate")
+    except SystemExit as exc:
+        emit({"type": "check", "name": "load", "ok": False, "error": {"type": "SystemExit",
+              "message": f"the module called sys.exit({exc.code!r}) while being imported", "line": None}})
+        return
+    except BaseException as exc:
+        emit({"type": "check", "name": "load", "ok": False, "error": _error(exc, source)})
+        return
+    fn = getattr(module, "computation", None)
+    if not callable(fn):
+        emit({"type": "check", "name": "load", "ok": False,
+              "error": {"type": "MissingEntry", "message": "the module defines no function computation()", "line": None}})
+        return
+    patched = tripwire.changed(before)
+    emit({"type": "check", "name": "integrity", "ok": not patched, "patched": patched, "when": "import"})
+    if patched:
+        return
+
+    stage("trace")
+    static_full = task_inputs.decode_static(job["static_full"])
+    shapes = [jax.ShapeDtypeStruct(tuple(s["shape"]), s["dtype"]) for s in job["full_shapes"]]
+    full_fn = lambda *d: fn(*d, *static_full)  # noqa: E731
+    try:
+        stats = work_stats(jax.make_jaxpr(full_fn)(*shapes))
+    except BaseException as exc:
+        emit({"type": "check", "name": "trace", "ok": False, "error": _error(exc, source)})
+        return
+    emit({"type": "check", "name": "trace", "ok": True, "work": stats})
+    if job.get("stop_unless_kernel") and (stats["pallas_calls"] == 0 or stats["callbacks"]):
+        return  # the parent rejects it; compiling would only waste time
+
+    stage("compile")
+    result = compile_for_target(full_fn, shapes, job["target"], source)
+    emit({"type": "check", "name": "compile", **result})
+    if not result["ok"]:
+        return
+
+    stage("correctness")
+    i = 0
+    for index, spec in enumerate(job["sets"]):
+        dyn = arrays[i:i + spec["n_inputs"]]
+        i += spec["n_inputs"]
+        static = task_inputs.decode_static(spec["static"])
+        stage(f"correctness, set {index}")
+        try:
+            with _interpret():
+                # Called directly, not under our own jit: Python in the module runs on every call,
+                # so state kept between calls (cached outputs, call counters) shows up.
+                outputs = _flat(fn(*[jax.numpy.asarray(a) for a in dyn], *static))
+        except BaseException as exc:
+            emit({"type": "outputs", "index": index, "error": _error(exc, source)})
+            return
+        emit({"type": "outputs", "index": index}, outputs)
+    patched = tripwire.changed(before)
+    emit({"type": "check", "name": "integrity", "ok": not patched, "patched": patched, "when": "calls"})
+    if patched or not (_on_tpu() and job.get("timing")):
+        return
+
+    from .timing import time_on_device
+
+    stage("timing")
+    reference = task_inputs.load_module(job["task"]["module"], "maxkernel_reference_task")
+    (dyn, static), *_ = task_inputs.call_inputs(reference, job["task"], size="full", seed=None)
+    try:
+        timing, out = time_on_device(lambda *d: fn(*d, *static), dyn, trace_root=Path(job["scratch"]) / "trace")
+    except Exception as exc:
+        emit({"type": "timing", "ok": False, "error": _error(exc, source)})
+        return
+    emit({"type": "timing", "ok": True, **timing}, _flat(out))

@@ -1,0 +1,27 @@
+"""Entry point of the TPU Pallas backend plugin: registers the backend, the tester role and ``eval``."""
+
+from __future__ import annotations
+
+from maxkernel_core import hookimpl
+
+from .backend import TpuPallasBackend
+
+
+@hookimpl
+def register_backends(register):
+    register(TpuPallasBackend)
+
+
+@hookimpl(trylast=True)
+def agent_test(task, candidate, ctx):
+    """The tester role for this backend: the sandboxed evaluation cascade."""
+    if not isinstance(ctx.backend, TpuPallasBackend):
+        return None
+    return ctx.backend.evaluate(task, candidate, target=ctx.config.target)
+
+
+@hookimpl
+def register_commands(cli):
+    from .cli import eval_command
+
+    cli.add_command(eval_command)

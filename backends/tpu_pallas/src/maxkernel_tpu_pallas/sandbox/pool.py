@@ -1,0 +1,279 @@
+"""Worker processes that run task and candidate code, never the orchestrator itself.
+
+Recycling policy: **one candidate per process, from a pool of pre-warmed spares.**
+A spare has already imported JAX, Pallas and libtpu (the costly part), but has
+run no task or candidate code. It takes one untrusted job and is then killed
+with its whole process group, so nothing a candidate did (patched modules,
+globals, caches, leaked threads, a filled compilation cache) can reach the next
+candidate. A fork server would be cheaper still, but forking a process that
+has started XLA's threads is unsafe, and reusing a process for N candidates
+lets state leak; fresh pre-warmed processes give the isolation of "cold" at
+close to the cost of "warm".
+
+Trusted jobs (the task's reference) may reuse one long-lived worker.
+
+Limits: wall-clock timeout kept by the parent (SIGKILL to the process group),
+address-space and CPU-time rlimits set by the worker on itself before any
+untrusted code runs, a private scratch folder as cwd, HOME and TMPDIR, an
+environment allowlist (no API keys), and a new network namespace where the OS
+allows one. stdout/stderr go to a log file, read back truncated.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from attrs import define, field, frozen
+
+from . import protocol
+
+ENV_ALLOW = re.compile(r"^(PATH|LANG|LC_\w+|TZ|PYTHONPATH|JAX_\w+|XLA_\w+|TPU_\w+|LIBTPU_\w+|ML_DTYPES_\w+|"
+                       r"OPENBLAS_\w+|OMP_NUM_THREADS|MKL_\w+)$")
+LOG_TAIL = 4000
+
+
+@frozen
+class Limits:
+    timeout_s: float = 300.0
+    memory_mb: int = 8192
+    cpu_s: int | None = None  # default: timeout x cores
+    #: "cpu" forces JAX onto the CPU (Pallas interpret mode); "auto" uses a TPU when one is attached
+    device: str = "auto"
+
+
+@define
+class JobOutcome:
+    """What came back from one job: its messages, and how the process ended if it did."""
+
+    status: str  # "done" | "timeout" | "crashed"
+    messages: list[tuple[dict[str, Any], list[np.ndarray]]] = field(factory=list)
+    returncode: int | None = None
+    log_tail: str = ""
+    wall_s: float = 0.0
+    stage: str = ""
+
+    def last(self, kind: str) -> tuple[dict[str, Any], list[np.ndarray]] | None:
+        for header, arrays in reversed(self.messages):
+            if header.get("type") == kind:
+                return header, arrays
+        return None
+
+    def all(self, kind: str) -> list[tuple[dict[str, Any], list[np.ndarray]]]:
+        return [(h, a) for h, a in self.messages if h.get("type") == kind]
+
+    @property
+    def how_it_ended(self) -> str:
+        rc = self.returncode
+        if rc is None:
+            return "still running"
+        if rc < 0:
+            try:
+                return f"killed by {signal.Signals(-rc).name}"
+            except ValueError:
+                return f"killed by signal {-rc}"
+        return f"exited with code {rc}"
+
+
+def tpu_attached() -> bool:
+    """A TPU VM exposes /dev/accel* (v2-v4) or /dev/vfio/* (v5e and later)."""
+    dev = Path("/dev")
+    return any(dev.glob("accel*")) or any(p.name != "vfio" for p in (dev / "vfio").glob("*"))
+
+
+class Worker:
+    """One worker process, its scratch folder, and a thread reading its messages."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.scratch = Path(tempfile.mkdtemp(prefix="maxkernel-worker-"))
+        self.log_path = self.scratch / "worker.log"
+        job_r, job_w = os.pipe()
+        res_r, res_w = os.pipe()
+        env = {k: v for k, v in os.environ.items() if ENV_ALLOW.match(k)}
+        env.update(HOME=str(self.scratch), TMPDIR=str(self.scratch), PYTHONDONTWRITEBYTECODE="1",
+                   PYTHONUNBUFFERED="1", PYTHONHASHSEED="0")
+        if limits.device == "cpu" or (limits.device == "auto" and not tpu_attached()):
+            env["JAX_PLATFORMS"] = "cpu"
+        cpu_s = limits.cpu_s or int(limits.timeout_s * max(os.cpu_count() or 1, 1)) + 30
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "maxkernel_tpu_pallas.sandbox.worker", str(job_r), str(res_w),
+                 str(limits.memory_mb), str(cpu_s)],
+                pass_fds=(job_r, res_w), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                cwd=self.scratch, env=env, start_new_session=True,  # own process group: killpg reaches all
+            )
+        os.close(job_r)
+        os.close(res_w)
+        self._to_worker = os.fdopen(job_w, "wb")
+        self._from_worker = os.fdopen(res_r, "rb")
+        self.inbox: queue.Queue = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self.ready: dict[str, Any] | None = None
+
+    def _read(self) -> None:
+        try:
+            while True:
+                self.inbox.put(protocol.recv(self._from_worker))
+        except EOFError:
+            pass
+        except (protocol.ProtocolError, OSError, ValueError) as exc:
+            self.inbox.put(({"type": "protocol_error", "error": str(exc)}, []))
+            self.kill()
+        self.inbox.put(None)
+
+    def wait_ready(self, timeout: float) -> bool:
+        if self.ready is not None:
+            return True
+        try:
+            item = self.inbox.get(timeout=timeout)
+        except queue.Empty:
+            return False
+        if item is None or item[0].get("type") != "ready":
+            if item is not None:
+                self.inbox.put(item)
+            return False
+        self.ready = item[0]
+        return True
+
+    def run(self, job: dict[str, Any], arrays: list[np.ndarray], timeout: float) -> JobOutcome:
+        start = time.monotonic()
+        deadline = start + timeout
+        outcome = JobOutcome("crashed")
+        if not self.wait_ready(max(deadline - time.monotonic(), 0.1)):
+            return self._finish(outcome, start, timed_out=time.monotonic() >= deadline)
+        try:
+            protocol.send(self._to_worker, job, arrays)
+        except (BrokenPipeError, OSError):
+            return self._finish(outcome, start)
+        while True:
+            try:
+                item = self.inbox.get(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                self.kill()
+                return self._finish(outcome, start, timed_out=True)
+            if item is None:  # the worker's end of the pipe closed: it died
+                return self._finish(outcome, start)
+            header, payload = item
+            if header.get("type") == "stage":
+                outcome.stage = str(header.get("stage", ""))
+                continue
+            outcome.messages.append((header, payload))
+            if header.get("type") == "done":
+                outcome.status = "done"
+                outcome.wall_s = time.monotonic() - start
+                return outcome
+
+    def _finish(self, outcome: JobOutcome, start: float, timed_out: bool = False) -> JobOutcome:
+        try:
+            outcome.returncode = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            outcome.returncode = self.proc.wait()
+        outcome.status = "timeout" if timed_out else "crashed"
+        outcome.wall_s = time.monotonic() - start
+        outcome.log_tail = self.log_tail()
+        return outcome
+
+    def log_tail(self) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(f.tell() - LOG_TAIL, 0))
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def close(self) -> None:
+        self.kill()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        for stream in (self._to_worker, self._from_worker):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+class WorkerPool:
+    """Hands out pre-warmed workers: a fresh one per untrusted job, a kept one for trusted jobs."""
+
+    def __init__(self, limits: Limits | None = None, spares: int = 1) -> None:
+        self.limits = limits or Limits()
+        self.spares_wanted = spares
+        self._spares: list[Worker] = []
+        self._trusted: Worker | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+        atexit.register(self.close)
+
+    def _take_spare(self) -> Worker:
+        with self._lock:
+            worker = self._spares.pop(0) if self._spares else Worker(self.limits)
+            # Start warming the next one now, while this job runs.
+            while len(self._spares) < self.spares_wanted and not self._closed:
+                self._spares.append(Worker(self.limits))
+        return worker
+
+    def warm_up(self) -> None:
+        """Start the spares (e.g. while the reference runs) without waiting for them."""
+        with self._lock:
+            while len(self._spares) < self.spares_wanted and not self._closed:
+                self._spares.append(Worker(self.limits))
+
+    def run_untrusted(self, job: dict[str, Any], arrays: list[np.ndarray] = (), timeout: float | None = None,
+                      files: dict[str, str] | None = None) -> JobOutcome:
+        """Run one job in a fresh worker, then destroy the worker and its scratch folder."""
+        worker = self._take_spare()
+        try:
+            for name, text in (files or {}).items():
+                (worker.scratch / name).write_text(text)
+            job = {**job, "scratch": str(worker.scratch)}
+            return worker.run(job, list(arrays), timeout or self.limits.timeout_s)
+        finally:
+            worker.close()
+
+    def run_trusted(self, job: dict[str, Any], arrays: list[np.ndarray] = (), timeout: float | None = None) -> JobOutcome:
+        """Run task-owned code (the reference) in a long-lived worker; replaced if it dies."""
+        with self._lock:
+            if self._trusted is None or self._trusted.proc.poll() is not None:
+                if self._trusted is not None:
+                    self._trusted.close()
+                self._trusted = self._spares.pop(0) if self._spares else Worker(self.limits)
+            worker = self._trusted
+        outcome = worker.run({**job, "scratch": str(worker.scratch)}, list(arrays), timeout or self.limits.timeout_s)
+        if outcome.status != "done":
+            with self._lock:
+                worker.close()
+                self._trusted = None
+        return outcome
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            workers = self._spares + ([self._trusted] if self._trusted else [])
+            self._spares, self._trusted = [], None
+        for worker in workers:
+            worker.close()

@@ -1,0 +1,85 @@
+"""Messages between the orchestrator and a worker: a JSON header plus raw arrays.
+
+Deliberately not pickle: the parent reads what an untrusted process wrote, and
+unpickling would let that process run code in the parent. A message is
+
+    u32 header length | header JSON | for each array: u64 length | raw bytes
+
+with each array's dtype name and shape in ``header["arrays"]``. Sizes are
+checked against a limit before anything is allocated.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any, BinaryIO
+
+import ml_dtypes  # noqa: F401  (registers bfloat16 & co. with numpy by name)
+import numpy as np
+
+MAX_HEADER = 64 << 20
+MAX_MESSAGE = 4 << 30
+
+
+class ProtocolError(Exception):
+    """The other side sent something that is not a well-formed message."""
+
+
+def _dtype(name: str) -> np.dtype:
+    try:
+        return np.dtype(getattr(ml_dtypes, name)) if hasattr(ml_dtypes, name) else np.dtype(name)
+    except TypeError as exc:
+        raise ProtocolError(f"unknown dtype {name!r}") from exc
+
+
+def send(stream: BinaryIO, header: dict[str, Any], arrays: list[np.ndarray] = ()) -> None:
+    arrays = [np.ascontiguousarray(a) for a in arrays]
+    header = {**header, "arrays": [{"dtype": a.dtype.name, "shape": list(a.shape)} for a in arrays]}
+    blob = json.dumps(header, default=str).encode()
+    parts = [struct.pack("<I", len(blob)), blob]
+    for a in arrays:
+        raw = a.tobytes()
+        parts += [struct.pack("<Q", len(raw)), raw]
+    stream.write(b"".join(parts))
+    stream.flush()
+
+
+def _read_exact(stream: BinaryIO, n: int) -> bytes:
+    chunks, remaining = [], n
+    while remaining:
+        chunk = stream.read(remaining)
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def recv(stream: BinaryIO, max_bytes: int = MAX_MESSAGE) -> tuple[dict[str, Any], list[np.ndarray]]:
+    """Read one message; EOFError at a clean end of stream, ProtocolError on garbage."""
+    head = stream.read(4)
+    if not head:
+        raise EOFError
+    if len(head) < 4:
+        head += _read_exact(stream, 4 - len(head))
+    (size,) = struct.unpack("<I", head)
+    if size > MAX_HEADER:
+        raise ProtocolError(f"header of {size} bytes is over the limit")
+    try:
+        header = json.loads(_read_exact(stream, size))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ProtocolError(f"header is not JSON: {exc}") from exc
+    if not isinstance(header, dict):
+        raise ProtocolError("header is not a JSON object")
+    arrays, total = [], 0
+    for spec in header.get("arrays", []):
+        (length,) = struct.unpack("<Q", _read_exact(stream, 8))
+        total += length
+        if total > max_bytes:
+            raise ProtocolError(f"message of over {max_bytes} bytes")
+        dtype, shape = _dtype(str(spec["dtype"])), tuple(int(d) for d in spec["shape"])
+        if length != dtype.itemsize * int(np.prod(shape, dtype=np.int64)):
+            raise ProtocolError(f"array of {length} bytes does not match {spec}")
+        arrays.append(np.frombuffer(_read_exact(stream, length), dtype=dtype).reshape(shape))
+    return header, arrays

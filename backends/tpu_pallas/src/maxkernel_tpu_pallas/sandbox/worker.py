@@ -1,0 +1,84 @@
+"""A worker process: ``python -m maxkernel_tpu_pallas.sandbox.worker JOB_FD RESULT_FD MEMORY_MB CPU_S``.
+
+Order matters: cut the network and set the limits first (unshare needs a
+single-threaded process, and untrusted code must never run unlimited), then
+import JAX/Pallas/libtpu (the slow part, done before any job arrives, which is
+what makes a spare "warm"), then say ``ready`` and serve jobs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import sys
+
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWNET = 0x40000000
+
+
+def isolate_network() -> str:
+    """Move into an empty network namespace: no interface but a downed loopback."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for flags in (CLONE_NEWNET, CLONE_NEWUSER | CLONE_NEWNET):  # root, then unprivileged user namespaces
+        if libc.unshare(flags) == 0:
+            return "isolated"
+    return f"not isolated (unshare: {os.strerror(ctypes.get_errno())})"
+
+
+def set_limits(memory_mb: int, cpu_s: int) -> None:
+    limit = memory_mb << 20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 30, 1 << 30))  # no filling the disk
+
+
+def main(argv: list[str]) -> None:
+    job_fd, result_fd, memory_mb, cpu_s = (int(a) for a in argv[:4])
+    network = isolate_network()
+    set_limits(memory_mb, cpu_s)
+
+    from . import protocol  # noqa: E402  (after the limits)
+
+    job_in = os.fdopen(job_fd, "rb")
+    results = os.fdopen(result_fd, "wb")
+    send = protocol.send  # bound now: a candidate rebinding protocol.send later changes nothing here
+
+    def emit(header, arrays=()):
+        send(results, header, list(arrays))
+
+    def stage(name: str) -> None:
+        send(results, {"type": "stage", "stage": name}, [])
+
+    import jax  # noqa: F401  the warm-up: everything a job needs, imported once
+    from jax.experimental import pallas  # noqa: F401
+    from jax.experimental.pallas import tpu  # noqa: F401
+
+    from ..judge import jobs
+
+    emit({"type": "ready", "pid": os.getpid(), "network": network, "platform": jax.default_backend()})
+    while True:
+        try:
+            header, arrays = protocol.recv(job_in)
+        except EOFError:
+            return
+        kind = header.get("kind")
+        try:
+            if kind == "reference":
+                jobs.run_reference(header, arrays, emit, stage)
+            elif kind == "candidate":
+                jobs.run_candidate(header, arrays, emit, stage)
+            else:
+                emit({"type": "error", "message": f"unknown job kind {kind!r}"})
+        except MemoryError:
+            emit({"type": "error", "kind": "memory", "message": f"ran out of memory (limit {memory_mb} MiB)"})
+        except BaseException as exc:  # report, then let the parent decide; SystemExit included
+            emit({"type": "error", "kind": type(exc).__name__, "message": str(exc)[:1500]})
+        emit({"type": "done"})
+        if kind == "candidate":
+            os._exit(0)  # one candidate per process; the parent kills the group anyway
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
