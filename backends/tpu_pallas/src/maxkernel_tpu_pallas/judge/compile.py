@@ -39,7 +39,7 @@ def memory_figures(compiled) -> dict[str, int]:
 
 def trim_error(exc: BaseException, source_file: str) -> dict[str, Any]:
     """The part of a compiler error a person (or model) acts on, and the kernel line it points at."""
-    text = str(exc)
+    text = str(exc).replace(source_file, "candidate.py")  # the scratch path means nothing to a reader
     kind = "compile"
     if "Ran out of memory in memory space vmem" in text or "vmem" in text.lower() and "exceeded" in text.lower():
         kind = "vmem_overflow"
@@ -57,7 +57,7 @@ def trim_error(exc: BaseException, source_file: str) -> dict[str, Any]:
     if frames:
         line = frames[-1].lineno
     else:
-        found = re.findall(re.escape(source_file) + r":(\d+)", text)
+        found = re.findall(r"candidate\.py:(\d+)", text)
         line = int(found[-1]) if found else None
     return {"kind": kind, "type": type(exc).__name__, "message": message[:MAX_MESSAGE], "line": line}
 

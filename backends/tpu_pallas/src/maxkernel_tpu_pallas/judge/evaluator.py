@@ -141,6 +141,9 @@ class Evaluator:
                 checks.append(CheckResult("load", False, err["message"], err))
                 if err["type"] == "SystemExit":
                     return done(EvalStatus.CRASHED, err["message"])
+                if err["type"] == "MemoryError":
+                    return done(EvalStatus.CRASHED, f"ran out of memory (limit {self.limits.memory_mb} MiB) while "
+                                f"importing the module: {err['message']}")
                 line = f" (candidate line {err['line']})" if err.get("line") else ""
                 return done(EvalStatus.COMPILE_ERROR, f"importing the module failed: {err['type']}: {err['message']}{line}")
             if name == "integrity" and not header["ok"]:
@@ -201,6 +204,9 @@ class Evaluator:
             how = ref.sets[index]["how"]
             if "error" in header:
                 err = header["error"]
+                if err["type"] == "MemoryError":
+                    return done(EvalStatus.CRASHED, f"ran out of memory (limit {self.limits.memory_mb} MiB) on "
+                                f"input set {index}: {err['message']}")
                 line = f" (candidate line {err['line']})" if err.get("line") else ""
                 checks.append(CheckResult("correctness", False, err["message"], {"set": index, "how": how, **err}))
                 report = TestReport(cand.id, False, index, message=err["message"])

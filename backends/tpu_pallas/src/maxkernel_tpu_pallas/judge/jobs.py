@@ -34,7 +34,7 @@ def _error(exc: BaseException, source_file: str | None = None) -> dict[str, Any]
     where = mine[-1] if mine else (frames[-1] if frames else None)
     return {
         "type": type(exc).__name__,
-        "message": str(exc)[:1500],
+        "message": (str(exc).replace(source_file, "candidate.py") if source_file else str(exc))[:1500],
         "line": where.lineno if mine else None,
         "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4))[-2500:],
     }

@@ -66,10 +66,9 @@ def vmem_estimate(eqn) -> int | None:
     """Bytes of VMEM a pallas_call asks for: double-buffered blocks plus scratch (before tile padding)."""
     try:
         gm = eqn.params["grid_mapping"]
-        blocks = sum(2 * _block_bytes(bm.block_shape, bm.array_shape_dtype.dtype) for bm in gm.block_mappings)
-        kernel_in = eqn.params["jaxpr"].invars
-        scratch = kernel_in[len(kernel_in) - gm.num_scratch_operands:] if gm.num_scratch_operands else []
-        return int(blocks + sum(_size(v.aval) * v.aval.dtype.itemsize for v in scratch))
+        blocks = sum(2 * _block_bytes(bm.block_shape, bm.array_aval.dtype) for bm in gm.block_mappings)
+        scratch = sum(_size(a) * a.dtype.itemsize for a in gm.scratch_avals)
+        return int(blocks + scratch)
     except (AttributeError, KeyError, TypeError):
         return None  # a Pallas version with other internals: the estimate is optional
 

@@ -34,7 +34,9 @@ def _dtype(name: str) -> np.dtype:
 
 
 def send(stream: BinaryIO, header: dict[str, Any], arrays: list[np.ndarray] = ()) -> None:
-    arrays = [np.ascontiguousarray(a) for a in arrays]
+    # not np.ascontiguousarray: it turns a 0-d array (a scalar output, e.g. a loss) into shape (1,)
+    arrays = [np.asarray(a) for a in arrays]
+    arrays = [a if a.flags.c_contiguous else a.copy(order="C") for a in arrays]
     header = {**header, "arrays": [{"dtype": a.dtype.name, "shape": list(a.shape)} for a in arrays]}
     blob = json.dumps(header, default=str).encode()
     parts = [struct.pack("<I", len(blob)), blob]

@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+TASKS = HERE / "tasks"
+KERNELS = HERE / "kernels"
+
+
+def kernel_source(name: str) -> str:
+    """A test kernel's source; ``# @include FILE as NAME`` pastes FILE in, its computation renamed NAME.
+
+    Candidates are single self-contained modules, so a cheat that wraps the
+    honest kernel carries a copy of it.
+    """
+    text = (KERNELS / name).read_text()
+
+    def include(match: re.Match) -> str:
+        body = (KERNELS / match[1]).read_text()
+        return re.sub(r"^def computation\(", f"def {match[2]}(", body, flags=re.M)
+
+    return re.sub(r"^# @include (\S+) as (\w+)$", include, text, flags=re.M)
+
+
+@pytest.fixture(scope="session")
+def tpu_backend():
+    from maxkernel_tpu_pallas.backend import TpuPallasBackend
+
+    backend = TpuPallasBackend()
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(scope="session")
+def task_of(tpu_backend):
+    cache = {}
+
+    def load(name: str):
+        if name not in cache:
+            cache[name] = tpu_backend.load_task(TASKS / name)
+        return cache[name]
+
+    return load

@@ -1,0 +1,7 @@
+# @include honest_matmul.py as honest_computation
+
+
+def computation(x, y):
+    while True:
+        pass
+    return honest_computation(x, y)

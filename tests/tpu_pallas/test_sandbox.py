@@ -1,0 +1,64 @@
+"""The worker pool: one candidate per process, nothing leaks between candidates, the protocol holds."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from maxkernel_core import Candidate, EvalStatus
+
+from maxkernel_tpu_pallas.sandbox import protocol
+
+from .conftest import kernel_source
+
+LEAKER = kernel_source("honest_rmsnorm.py") + (
+    "\nimport builtins, sys\n"
+    "assert not hasattr(builtins, 'MAXKERNEL_LEAK'), 'state from an earlier candidate is visible'\n"
+    "builtins.MAXKERNEL_LEAK = 1\n"
+    "sys.modules['maxkernel_leak_marker'] = sys\n"
+)
+
+
+@pytest.mark.slow
+def test_state_of_one_candidate_never_reaches_the_next(tpu_backend, task_of):
+    task = task_of("rmsnorm")
+    first = tpu_backend.evaluate(task, Candidate(task.id, LEAKER), target="v5e")
+    second = tpu_backend.evaluate(task, Candidate(task.id, LEAKER), target="v5e")
+    assert first.status is EvalStatus.OK, first.reason
+    assert second.status is EvalStatus.OK, second.reason  # a reused process would fail the assert at import
+
+
+def test_protocol_round_trip_with_bfloat16():
+    import ml_dtypes
+
+    arrays = [np.arange(6, dtype=np.float32).reshape(2, 3), np.ones((4,), dtype=ml_dtypes.bfloat16),
+              np.array(7, dtype=np.int32)]
+    buf = io.BytesIO()
+    protocol.send(buf, {"type": "x", "n": 1}, arrays)
+    buf.seek(0)
+    header, back = protocol.recv(buf)
+    assert header["type"] == "x" and header["n"] == 1
+    assert all(a.dtype == b.dtype and np.array_equal(a.astype(np.float32), b.astype(np.float32))
+               for a, b in zip(arrays, back))
+
+
+@pytest.mark.parametrize("payload, error", [
+    (b"\xff\xff\xff\x7f", "over the limit"),
+    (b"\x03\x00\x00\x00abc", "not JSON"),
+    (b'\x02\x00\x00\x00[]', "not a JSON object"),
+])
+def test_garbage_from_a_worker_is_a_protocol_error_not_a_crash(payload, error):
+    with pytest.raises(protocol.ProtocolError, match=error):
+        protocol.recv(io.BytesIO(payload))
+
+
+def test_array_sizes_are_checked_before_allocation():
+    buf = io.BytesIO()
+    protocol.send(buf, {"type": "x"}, [np.zeros((1000,), np.float32)])
+    with pytest.raises(protocol.ProtocolError, match="over 100 bytes"):
+        protocol.recv(io.BytesIO(buf.getvalue()), max_bytes=100)
+    lying = bytearray(buf.getvalue())
+    lying[lying.index(b"1000"):lying.index(b"1000") + 4] = b"2000"  # header claims more than is sent
+    with pytest.raises((protocol.ProtocolError, EOFError)):
+        protocol.recv(io.BytesIO(bytes(lying)))
