@@ -8,7 +8,9 @@ shape rules, VMEM overflow) and the memory figures are the compiler's own.
 
 from __future__ import annotations
 
+import concurrent.futures
 import re
+import threading
 import time
 import traceback
 from typing import Any
@@ -62,16 +64,39 @@ def trim_error(exc: BaseException, source_file: str) -> dict[str, Any]:
     return {"kind": kind, "type": type(exc).__name__, "message": message[:MAX_MESSAGE], "line": line}
 
 
-def compile_for_target(fn, shapes: list[jax.ShapeDtypeStruct], target: str, source_file: str) -> dict[str, Any]:
-    """Lower and compile ``fn`` at ``shapes`` for ``target``; a dict of figures or of the error."""
+def start_compile(fn, shapes: list[jax.ShapeDtypeStruct], target: str, source_file: str):
+    """Lower ``fn`` here (candidate Python runs in this thread), compile in the background.
+
+    The compile is pure C++ that releases the GIL, so it overlaps the
+    correctness runs; call ``.result()`` on the returned future for the figures.
+    """
     start = time.monotonic()
+    future: concurrent.futures.Future = concurrent.futures.Future()
     try:
         device = target_device(target)
         sharding = SingleDeviceSharding(device)
         args = [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding) for s in shapes]
-        compiled = jax.jit(fn).lower(*args).compile()
+        lowered = jax.jit(fn).lower(*args)
     except Exception as exc:  # the compiler's verdict, reported not raised
-        return {"ok": False, "seconds": time.monotonic() - start, "error": trim_error(exc, source_file)}
+        future.set_result({"ok": False, "seconds": time.monotonic() - start, "error": trim_error(exc, source_file)})
+        return future
+
+    def work() -> None:
+        try:
+            future.set_result(_figures(lowered.compile(), device, start))
+        except Exception as exc:
+            future.set_result({"ok": False, "seconds": time.monotonic() - start, "error": trim_error(exc, source_file)})
+
+    threading.Thread(target=work, daemon=True, name="tpu-compile").start()
+    return future
+
+
+def compile_for_target(fn, shapes: list[jax.ShapeDtypeStruct], target: str, source_file: str) -> dict[str, Any]:
+    """Lower and compile ``fn`` at ``shapes`` for ``target``; a dict of figures or of the error."""
+    return start_compile(fn, shapes, target, source_file).result()
+
+
+def _figures(compiled, device, start: float) -> dict[str, Any]:
     cost = compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, (list, tuple)) and cost else cost
     return {

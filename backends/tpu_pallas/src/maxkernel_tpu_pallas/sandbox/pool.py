@@ -22,6 +22,7 @@ allows one. stdout/stderr go to a log file, read back truncated.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import queue
 import re
@@ -93,6 +94,10 @@ def tpu_attached() -> bool:
     return any(dev.glob("accel*")) or any(p.name != "vfio" for p in (dev / "vfio").glob("*"))
 
 
+def uses_tpu(limits: Limits) -> bool:
+    return limits.device == "tpu" or (limits.device == "auto" and tpu_attached())
+
+
 class Worker:
     """One worker process, its scratch folder, and a thread reading its messages."""
 
@@ -105,8 +110,11 @@ class Worker:
         env = {k: v for k, v in os.environ.items() if ENV_ALLOW.match(k)}
         env.update(HOME=str(self.scratch), TMPDIR=str(self.scratch), PYTHONDONTWRITEBYTECODE="1",
                    PYTHONUNBUFFERED="1", PYTHONHASHSEED="0")
-        if limits.device == "cpu" or (limits.device == "auto" and not tpu_attached()):
+        if not uses_tpu(limits):
             env["JAX_PLATFORMS"] = "cpu"
+            # Deviceless compiles in several workers at once: libtpu's one-process lock guards
+            # a chip, and there is none here to guard.
+            env["ALLOW_MULTIPLE_LIBTPU_LOAD"] = "1"
         cpu_s = limits.cpu_s or int(limits.timeout_s * max(os.cpu_count() or 1, 1)) + 30
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
@@ -222,20 +230,21 @@ class WorkerPool:
 
     def __init__(self, limits: Limits | None = None, spares: int = 1) -> None:
         self.limits = limits or Limits()
-        self.spares_wanted = spares
+        # On a TPU host one process at a time owns the chip: no spares holding it, no kept
+        # reference worker, one job at a time. Isolation costs a cold start per candidate there.
+        self.exclusive = uses_tpu(self.limits)
+        self.spares_wanted = 0 if self.exclusive else spares
+        self._exclusive_lock = threading.Lock()
         self._spares: list[Worker] = []
         self._trusted: Worker | None = None
         self._lock = threading.Lock()
+        self._trusted_lock = threading.Lock()
         self._closed = False
         atexit.register(self.close)
 
     def _take_spare(self) -> Worker:
         with self._lock:
-            worker = self._spares.pop(0) if self._spares else Worker(self.limits)
-            # Start warming the next one now, while this job runs.
-            while len(self._spares) < self.spares_wanted and not self._closed:
-                self._spares.append(Worker(self.limits))
-        return worker
+            return self._spares.pop(0) if self._spares else Worker(self.limits)
 
     def warm_up(self) -> None:
         """Start the spares (e.g. while the reference runs) without waiting for them."""
@@ -246,29 +255,34 @@ class WorkerPool:
     def run_untrusted(self, job: dict[str, Any], arrays: list[np.ndarray] = (), timeout: float | None = None,
                       files: dict[str, str] | None = None) -> JobOutcome:
         """Run one job in a fresh worker, then destroy the worker and its scratch folder."""
-        worker = self._take_spare()
-        try:
-            for name, text in (files or {}).items():
-                (worker.scratch / name).write_text(text)
-            job = {**job, "scratch": str(worker.scratch)}
-            return worker.run(job, list(arrays), timeout or self.limits.timeout_s)
-        finally:
-            worker.close()
+        with self._exclusive_lock if self.exclusive else contextlib.nullcontext():
+            worker = self._take_spare()
+            try:
+                for name, text in (files or {}).items():
+                    (worker.scratch / name).write_text(text)
+                job = {**job, "scratch": str(worker.scratch)}
+                return worker.run(job, list(arrays), timeout or self.limits.timeout_s)
+            finally:
+                worker.close()
+                self.warm_up()  # replace it only now: a spare warming during a job slows the job
 
     def run_trusted(self, job: dict[str, Any], arrays: list[np.ndarray] = (), timeout: float | None = None) -> JobOutcome:
         """Run task-owned code (the reference) in a long-lived worker; replaced if it dies."""
-        with self._lock:
-            if self._trusted is None or self._trusted.proc.poll() is not None:
-                if self._trusted is not None:
-                    self._trusted.close()
-                self._trusted = self._spares.pop(0) if self._spares else Worker(self.limits)
-            worker = self._trusted
-        outcome = worker.run({**job, "scratch": str(worker.scratch)}, list(arrays), timeout or self.limits.timeout_s)
-        if outcome.status != "done":
+        with self._trusted_lock:  # one trusted job at a time: the worker serves jobs in order
             with self._lock:
-                worker.close()
-                self._trusted = None
-        return outcome
+                if self._trusted is None or self._trusted.proc.poll() is not None:
+                    if self._trusted is not None:
+                        self._trusted.close()
+                    # Never a spare: spares must stay free of any task code for the candidates.
+                    self._trusted = Worker(self.limits)
+                worker = self._trusted
+            with self._exclusive_lock if self.exclusive else contextlib.nullcontext():
+                outcome = worker.run({**job, "scratch": str(worker.scratch)}, list(arrays), timeout or self.limits.timeout_s)
+            if outcome.status != "done" or self.exclusive:
+                with self._lock:
+                    worker.close()
+                    self._trusted = None
+            return outcome
 
     def close(self) -> None:
         with self._lock:

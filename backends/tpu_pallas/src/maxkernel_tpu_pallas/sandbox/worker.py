@@ -34,10 +34,25 @@ def set_limits(memory_mb: int, cpu_s: int) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 30, 1 << 30))  # no filling the disk
 
 
+def set_idle_priority(idle: bool) -> None:
+    """Warm up at idle priority, serve a job at normal priority (every thread of the process).
+
+    A spare importing JAX must not slow the evaluation running beside it on a
+    small machine; Linux scheduling policy is per thread, hence the loop.
+    """
+    policy = os.SCHED_IDLE if idle else os.SCHED_OTHER
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setscheduler(int(tid), policy, os.sched_param(0))
+        except OSError:
+            pass  # not permitted (an unprivileged user leaving SCHED_IDLE): run as we are
+
+
 def main(argv: list[str]) -> None:
     job_fd, result_fd, memory_mb, cpu_s = (int(a) for a in argv[:4])
     network = isolate_network()
     set_limits(memory_mb, cpu_s)
+    set_idle_priority(True)
 
     from . import protocol  # noqa: E402  (after the limits)
 
@@ -56,13 +71,16 @@ def main(argv: list[str]) -> None:
     from jax.experimental.pallas import tpu  # noqa: F401
 
     from ..judge import jobs
+    from .warmup import warm_compilers
 
+    warm_compilers()
     emit({"type": "ready", "pid": os.getpid(), "network": network, "platform": jax.default_backend()})
     while True:
         try:
             header, arrays = protocol.recv(job_in)
         except EOFError:
             return
+        set_idle_priority(False)
         kind = header.get("kind")
         try:
             if kind == "reference":
