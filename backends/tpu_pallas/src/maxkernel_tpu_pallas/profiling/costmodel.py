@@ -1,0 +1,222 @@
+"""A static cost model of Pallas TPU kernels: an estimate, always labelled as one.
+
+Inputs: the kernel descriptions from ``extract.py`` (grid, blocks, index-map
+change counts, body work) and the chip's figures (``pltpu.get_tpu_info_for_chip``
+plus the per-generation constants in ``chips/*.toml``). Per kernel:
+
+* **HBM traffic**: an input block is copied in each time its block index
+  changes between consecutive grid steps (Pallas skips the copy when it does
+  not), plus the first step; an output block is written back each time its
+  index changes, plus the last. Blocks outside the pipeline (``pl.ANY``) are
+  counted once at their full size (their DMAs are the kernel's own).
+* **VMEM**: each block times its buffer count, plus scratch, padded to the
+  (sublanes, 128) tile of its dtype; compared with the scoped limit the
+  compiler applies (``vmem_limit_bytes``, else the generation's default).
+* **Compute**: MXU FLOPs of the body's dots per step, padded to the MXU
+  (K and N to its width, M to the sublanes), f32 taking several bf16 passes;
+  elementwise and transcendental element-ops on the VPU/EUP; a fixed overhead
+  per grid step.
+* **Cores**: on a chip with two TensorCores per device (megacore) the grid's
+  ``parallel`` axes are split across them.
+
+Time is ``max(memory, compute) + steps x overhead``, per core. What it ignores
+is listed in docs/profiling.md.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from attrs import define, field
+
+CHIPS_DIR = Path(__file__).parent / "chips"
+SUBLANES_32BIT = 8
+LANES = 128
+
+
+def generation_constants(target: str) -> dict[str, Any]:
+    """The figures of ``chips/<target>.toml`` (the ones the chip table does not hold)."""
+    return tomllib.loads((CHIPS_DIR / f"{target}.toml").read_text())
+
+
+def tile_padded_bytes(shape: list[int], itemsize: int) -> int:
+    """Bytes of a VMEM buffer whose last two dims are padded to the (sublanes, 128) tile of its dtype."""
+    dims = list(shape) or [1]
+    if len(dims) == 1:
+        dims = [1, *dims]
+    sublanes = SUBLANES_32BIT * max(4 // max(itemsize, 1), 1)  # 8 for f32, 16 for bf16, 32 for int8
+    rows = math.ceil(dims[-2] / sublanes) * sublanes
+    cols = math.ceil(dims[-1] / LANES) * LANES
+    return math.prod(dims[:-2]) * rows * cols * itemsize
+
+
+def _pad(value: int, multiple: int) -> int:
+    return math.ceil(value / multiple) * multiple
+
+
+@define
+class OperandCost:
+    role: str
+    index: int
+    block_shape: list[int]
+    dtype: str
+    hbm_bytes: int
+    array_bytes: int
+    transfers: int
+    vmem_bytes: int
+    depends_on: list[bool] | None
+
+    @property
+    def refetch(self) -> float:
+        """Bytes moved over bytes of the array: 1.0 means each element crosses HBM once."""
+        return self.hbm_bytes / self.array_bytes if self.array_bytes else 0.0
+
+
+@define
+class KernelCost:
+    name: str
+    grid: list[int]
+    steps: int
+    operands: list[OperandCost]
+    hbm_bytes: int
+    flops: float
+    mxu_flops_padded: float
+    elementwise: float
+    transcendental: float
+    vmem_bytes: int
+    vmem_limit_bytes: int
+    cores_used: int
+    memory_s: float
+    compute_s: float
+    overhead_s: float
+    seconds: float
+    dots: list[dict[str, Any]] = field(factory=list)
+
+    @property
+    def bound(self) -> str:
+        parts = {"memory": self.memory_s, "compute": self.compute_s, "step overhead": self.overhead_s}
+        return max(parts, key=parts.get)
+
+
+@define
+class CostEstimate:
+    """The model's view of a whole candidate (several kernels add up)."""
+
+    target: str
+    kernels: list[KernelCost]
+    seconds: float
+    hbm_bytes: int
+    flops: float
+    ideal_seconds: float
+    chip: dict[str, Any]
+    estimated: bool = True
+
+    @property
+    def bound(self) -> str:
+        return max(self.kernels, key=lambda k: k.seconds).bound if self.kernels else "none"
+
+    @property
+    def arithmetic_intensity(self) -> float:
+        return self.flops / self.hbm_bytes if self.hbm_bytes else float("inf")
+
+    @property
+    def roofline_fraction(self) -> float:
+        return min(self.ideal_seconds / self.seconds, 1.0) if self.seconds else 0.0
+
+    @property
+    def fits_vmem(self) -> bool:
+        return all(k.vmem_bytes <= k.vmem_limit_bytes for k in self.kernels)
+
+    def dominant_operand(self) -> tuple[KernelCost, OperandCost] | None:
+        pairs = [(k, o) for k in self.kernels for o in k.operands]
+        return max(pairs, key=lambda p: p[1].hbm_bytes) if pairs else None
+
+
+def _matmul_rate(dtype: str, chip: dict[str, Any], consts: dict[str, Any]) -> tuple[float, float]:
+    """(ops per second of the MXU for this operand dtype, passes per op)."""
+    if "int8" in dtype and chip.get("int8_ops_per_second"):
+        return chip["int8_ops_per_second"], 1.0
+    if "float8" in dtype and chip.get("fp8_ops_per_second"):
+        return chip["fp8_ops_per_second"], 1.0
+    passes = float(consts["mxu"]["f32_passes"]) if dtype == "float32" else 1.0
+    return chip["bf16_ops_per_second"], passes
+
+
+def kernel_cost(desc: dict[str, Any], chip: dict[str, Any], consts: dict[str, Any]) -> KernelCost:
+    steps = int(desc["steps"]) * int(desc.get("repeat", 1))
+    operands, vmem = [], 0
+    for op in desc["operands"]:
+        block_bytes = math.prod(op["block_shape"]) * op["itemsize"]
+        array_bytes = math.prod(op["array_shape"]) * op["itemsize"]
+        if not op.get("pipelined", True) or op.get("changes") is None:
+            transfers, hbm = 1, array_bytes  # manual DMA or data-dependent: counted once at full size
+        else:
+            transfers = (op["changes"] + 1) * int(desc.get("repeat", 1))
+            hbm = transfers * block_bytes
+        padded = tile_padded_bytes(op["block_shape"], op["itemsize"]) * (op["buffers"] if op.get("pipelined", True) else 0)
+        vmem += padded
+        operands.append(OperandCost(op["role"], op["index"], op["block_shape"], op["dtype"], hbm, array_bytes,
+                                    transfers, padded, op.get("depends_on")))
+    vmem += sum(tile_padded_bytes(s["shape"], s["itemsize"]) for s in desc["scratch"])
+
+    clock = chip["bf16_ops_per_second"] / (chip["num_mxus"] * chip["mxu_column_size"] ** 2 * 2)
+    mxu = chip["mxu_column_size"]
+    flops = padded_flops = mxu_seconds = 0.0
+    dots = []
+    for dot in desc["body"]["dots"]:
+        times = steps * dot["count"] * dot["batch"]
+        real = 2.0 * dot["m"] * dot["n"] * dot["k"] * times
+        padded = 2.0 * _pad(dot["m"], SUBLANES_32BIT) * _pad(dot["n"], mxu) * _pad(dot["k"], mxu) * times
+        rate, passes = _matmul_rate(dot["dtype"], chip, consts)
+        flops += real
+        padded_flops += padded
+        mxu_seconds += padded * passes / rate
+        dots.append({**dot, "padding_waste": 1 - real / padded if padded else 0.0})
+    body = desc["body"]
+    vpu_seconds = body["elementwise"] * steps / (consts["vpu"]["elementwise_per_cycle"] * clock)
+    eup_seconds = body["transcendental"] * steps / (consts["vpu"]["transcendental_per_cycle"] * clock)
+
+    semantics = desc.get("dimension_semantics") or []
+    cores = int(chip.get("cores_per_device", 1))
+    parallel_extent = math.prod(g for g, s in zip(desc["grid"], semantics) if s == "parallel") if semantics else 1
+    cores_used = min(cores, parallel_extent) if cores > 1 else 1
+
+    hbm = sum(o.hbm_bytes for o in operands)
+    # Megacore: both cores share the chip's HBM bandwidth, so memory time does not shrink; compute does.
+    memory_s = hbm / chip["mem_bw_bytes_per_second"]
+    compute_s = (mxu_seconds + vpu_seconds + eup_seconds) / cores_used
+    overhead_s = steps * float(consts["pipeline"]["step_overhead_s"]) / cores_used
+    limit = int(desc.get("vmem_limit_bytes") or consts["vmem"]["default_scoped_limit_bytes"])
+    return KernelCost(
+        name=desc.get("name", "kernel"), grid=list(desc["grid"]), steps=steps, operands=operands, hbm_bytes=hbm,
+        flops=flops, mxu_flops_padded=padded_flops, elementwise=body["elementwise"] * steps,
+        transcendental=body["transcendental"] * steps, vmem_bytes=vmem, vmem_limit_bytes=limit,
+        cores_used=cores_used, memory_s=memory_s, compute_s=compute_s, overhead_s=overhead_s,
+        seconds=max(memory_s, compute_s) + overhead_s, dots=dots,
+    )
+
+
+def estimate(kernels: list[dict[str, Any]], chip: dict[str, Any], target: str) -> CostEstimate:
+    consts = generation_constants(target)
+    costs = [kernel_cost(k, chip, consts) for k in kernels]
+    flops = sum(k.flops for k in costs)
+    hbm = sum(k.hbm_bytes for k in costs)
+    # The roofline's floor: every array crosses HBM once, every FLOP at peak.
+    min_bytes = sum(o.array_bytes for k in costs for o in k.operands)
+    ideal = max(min_bytes / chip["mem_bw_bytes_per_second"], flops / chip["bf16_ops_per_second"])
+    return CostEstimate(target, costs, sum(k.seconds for k in costs), hbm, flops, ideal, chip)
+
+
+def xla_reference_seconds(cost: dict[str, float], chip: dict[str, Any]) -> float | None:
+    """XLA's own estimate of the reference: its ``optimal_seconds`` when given, else the roofline of
+    its flops and bytes accessed from ``cost_analysis()``."""
+    if cost.get("optimal_seconds", 0) > 0:
+        return float(cost["optimal_seconds"])
+    flops = cost.get("flops", 0.0)
+    accessed = cost.get("bytes accessed", 0.0)
+    if not flops and not accessed:
+        return None
+    return max(accessed / chip["mem_bw_bytes_per_second"], flops / chip["bf16_ops_per_second"])
