@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -44,3 +45,8 @@ def task_of(tpu_backend):
         return cache[name]
 
     return load
+
+
+# Tests that trace or compile in this process load libtpu beside the workers: no chip to guard here.
+os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")

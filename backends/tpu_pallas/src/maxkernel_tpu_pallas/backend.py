@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from maxkernel_core import Backend, Candidate, Evaluation, Task, TaskRef
+from maxkernel_core import Backend, Candidate, Evaluation, Profile, Task, TaskRef
 
 from . import tasks
 from .targets import DEFAULT_TARGET, check_target
@@ -19,7 +19,8 @@ class TpuPallasBackend(Backend):
     def __init__(self, settings=None) -> None:
         super().__init__(settings)
         self._evaluator = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._recent: dict[tuple[str, str], Evaluation] = {}
 
     def discover_tasks(self, root: Path) -> list[TaskRef]:
         return tasks.discover(root)
@@ -39,7 +40,30 @@ class TpuPallasBackend(Backend):
             return self._evaluator
 
     def evaluate(self, task: Task, candidate: Candidate, *, target: str = DEFAULT_TARGET) -> Evaluation:
-        return self.evaluator.evaluate(task, candidate, target=check_target(target))
+        evaluation = self.evaluator.evaluate(task, candidate, target=check_target(target))
+        with self._lock:
+            self._recent[(candidate.id, target)] = evaluation
+            while len(self._recent) > 256:
+                self._recent.pop(next(iter(self._recent)))
+        return evaluation
+
+    def profile(self, task: Task, candidate: Candidate, *, target: str = DEFAULT_TARGET) -> Profile | None:
+        """Measured on a TPU, else the cost model's estimate; from the candidate's evaluation.
+
+        The evaluation already traced the kernel at full size (and timed it on a TPU), so a
+        candidate evaluated by this backend is not run again. None when it never traced.
+        """
+        with self._lock:
+            evaluation = self._recent.get((candidate.id, target))
+        if evaluation is None:
+            evaluation = self.evaluate(task, candidate, target=target)
+        if evaluation.profile is not None:
+            return evaluation.profile
+        model = evaluation.details.get("cost_model") or {}
+        if "seconds" not in model:
+            return None
+        return Profile(candidate.id, "cost_model", True, model["seconds"], model.get("xla_reference_seconds"),
+                       model.get("bound", ""), tuple(model.get("diagnosis", ())), model)
 
     def close(self) -> None:
         if self._evaluator is not None:

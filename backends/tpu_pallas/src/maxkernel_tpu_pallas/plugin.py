@@ -20,8 +20,18 @@ def agent_test(task, candidate, ctx):
     return ctx.backend.evaluate(task, candidate, target=ctx.config.target)
 
 
+@hookimpl(trylast=True)
+def agent_profile(task, candidate, ctx):
+    """The profiler role: device time on a TPU, else the static cost model (labelled an estimate)."""
+    if not isinstance(ctx.backend, TpuPallasBackend):
+        return None
+    return ctx.backend.profile(task, candidate, target=ctx.config.target)
+
+
 @hookimpl
 def register_commands(cli):
     from .cli import eval_command
+    from .profile_cli import profile_command
 
     cli.add_command(eval_command)
+    cli.add_command(profile_command)

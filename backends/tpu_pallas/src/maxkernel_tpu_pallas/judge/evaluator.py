@@ -21,6 +21,8 @@ import numpy as np
 from attrs import frozen
 from maxkernel_core import Candidate, CheckResult, EvalStatus, Evaluation, Profile, Task, TaskError, TestReport
 
+from ..profiling.costmodel import estimate, xla_reference_seconds
+from ..profiling.diagnosis import as_details, diagnose, profile_record
 from ..sandbox.pool import JobOutcome, Limits, WorkerPool
 from ..targets import check_target
 from . import proof
@@ -45,6 +47,14 @@ class ReferenceData:
     note: str = ""
     timing: dict[str, Any] | None = None
     timing_outputs: list[np.ndarray] | None = None
+    xla: dict[str, Any] | None = None  # XLA's compile of the reference for the target: cost, memory
+
+    @property
+    def xla_seconds(self) -> float | None:
+        """XLA's own estimate of the reference on the target (an estimate, like the cost model's)."""
+        if not self.xla or not self.xla.get("ok"):
+            return None
+        return xla_reference_seconds(self.xla.get("cost") or {}, self.xla["chip"])
 
 
 def _crash_reason(outcome: JobOutcome, limits: Limits) -> str:
@@ -80,14 +90,14 @@ class Evaluator:
 
     # --- the reference ------------------------------------------------------------
 
-    def reference(self, task: Task) -> ReferenceData:
+    def reference(self, task: Task, target: str = "v5e") -> ReferenceData:
         module = Path(task.metadata["module"])
-        key = (task.id, str(module), module.stat().st_mtime_ns, self.fresh_inputs)
+        key = (task.id, str(module), module.stat().st_mtime_ns, self.fresh_inputs, target)
         with self._lock:
             if key in self._references:
                 return self._references[key]
         size = "small" if "small" in task.sizes else "full"
-        job = {"kind": "reference", "task": task.metadata, "fresh": self.fresh_inputs, "size": size,
+        job = {"kind": "reference", "task": task.metadata, "fresh": self.fresh_inputs, "size": size, "target": target,
                "max_full_input_bytes": FULL_SIZE_CPU_INPUT_BYTES, "timing": True}
         self.pool.warm_up()  # candidate workers warm while the reference runs
         outcome = self.pool.run_trusted(job, timeout=max(self.limits.timeout_s, 600))
@@ -107,7 +117,7 @@ class Evaluator:
         timing = outcome.last("reference_timing")
         data = ReferenceData(header["full_shapes"], header["static_full"], header["work"], header.get("flops"),
                              sets, inputs, outputs, header.get("platform", "cpu"), header.get("note", ""),
-                             timing[0] if timing else None, timing[1] if timing else None)
+                             timing[0] if timing else None, timing[1] if timing else None, header.get("xla"))
         with self._lock:
             self._references[key] = data
         return data
@@ -116,7 +126,7 @@ class Evaluator:
 
     def evaluate(self, task: Task, candidate: Candidate, *, target: str) -> Evaluation:
         check_target(target)
-        ref = self.reference(task)
+        ref = self.reference(task, target)
         job = {"kind": "candidate", "target": target, "task": task.metadata, "full_shapes": ref.full_shapes,
                "static_full": ref.static_full, "stop_unless_kernel": True, "timing": ref.platform == "tpu",
                "sets": ref.sets}
@@ -172,6 +182,7 @@ class Evaluator:
                         f"{err['message']}{line}")
         checks.append(CheckResult("trace", True, details={"work": trace["work"]}))
         details["work"] = trace["work"]
+        estimate = self._cost_model(outcome, target, ref, details)
         details["vmem_bytes_estimate"] = trace["work"].get("vmem_bytes")
         ok, why = proof.verdict(trace["work"])
         checks.append(CheckResult("proof_of_kernel", ok, why))
@@ -190,9 +201,21 @@ class Evaluator:
             return done(EvalStatus.COMPILE_ERROR, f"TPU compile for {target} failed{line}: {err['message']}")
         checks.append(CheckResult("tpu_compile", True, f"compiled for {comp.get('device_kind')}", compile_details,
                                   comp["seconds"]))
-        return self._correctness(task, cand, ref, outcome, checks, details, done)
+        return self._correctness(task, cand, ref, outcome, checks, details, done, estimate)
 
-    def _correctness(self, task, cand, ref, outcome, checks, details, done) -> Evaluation:
+    @staticmethod
+    def _cost_model(outcome: JobOutcome, target: str, ref: ReferenceData, details: dict[str, Any]):
+        """The static estimate for this candidate (in details whatever the verdict: the debugger uses it)."""
+        described = outcome.last("kernels")
+        if described is None or "error" in described[0]:
+            details["cost_model"] = {"error": described[0]["error"] if described else "no kernel description"}
+            return None
+        est = estimate(described[0]["kernels"], described[0]["chip"], target)
+        details["cost_model"] = as_details(est, ref.xla_seconds)
+        details["cost_model"]["diagnosis"] = diagnose(est)
+        return est
+
+    def _correctness(self, task, cand, ref, outcome, checks, details, done, estimate=None) -> Evaluation:
         results = outcome.all("outputs")
         if not ref.sets:
             checks.append(CheckResult("correctness", False, ref.note or "not run"))
@@ -230,6 +253,8 @@ class Evaluator:
         profile, failure = self._timing(task, cand, ref, outcome, checks, details)
         if failure:
             return done(EvalStatus.INCORRECT, failure, test=report)
+        if profile is None and estimate is not None:  # no device: the labelled estimate stands in
+            profile = profile_record(cand.id, estimate, ref.xla_seconds)
         return done(EvalStatus.OK, msg, test=report, profile=profile)
 
     def _timing(self, task, cand, ref, outcome, checks, details) -> tuple[Profile | None, str | None]:
@@ -251,7 +276,10 @@ class Evaluator:
         details["timing"] = {k: header[k] for k in ("median_s", "times_s", "runs", "warmup", "trace_dir")}
         ref_s = (ref.timing or {}).get("median_s")
         checks.append(CheckResult("timing", True, f"median {header['median_s'] * 1e6:.1f} us over {header['runs']} runs"))
-        return Profile(cand.id, "device_trace", False, header["median_s"], ref_s, details=details["timing"]), None
+        measured = {**details["timing"], "cost_model": details.get("cost_model")}
+        diagnosis = tuple((details.get("cost_model") or {}).get("diagnosis", ()))
+        return Profile(cand.id, "device_trace", False, header["median_s"], ref_s, diagnosis=diagnosis,
+                       details=measured), None
 
 
 def evaluator_from_settings(settings) -> Evaluator:

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import inputs as task_inputs
 from . import tripwire
-from .compile import start_compile
+from .compile import compile_for_target, start_compile
 from .work import work_stats
 
 Emit = Callable[..., None]
@@ -56,6 +56,16 @@ def _interpret():
     return pltpu.force_tpu_interpret_mode(pltpu.InterpretParams())
 
 
+def _describe_for_cost_model(jaxpr, target: str, emit: Emit) -> None:
+    """The kernels' grid, blocks and work for the cost model; an estimate must never break a verdict."""
+    from ..profiling.extract import chip_figures, describe_kernels
+
+    try:
+        emit({"type": "kernels", "kernels": describe_kernels(jaxpr), "chip": chip_figures(target)})
+    except Exception as exc:
+        emit({"type": "kernels", "error": f"{type(exc).__name__}: {exc}"[:500]})
+
+
 def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
     meta = job["task"]
     stage("import reference")
@@ -66,6 +76,11 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
     stage("trace reference")
     work = work_stats(jax.make_jaxpr(lambda *d: fn(*d, *static_full))(*shapes))
     flops = float(module.get_flops()) if meta.get("has_flops") else None
+    stage("compile reference for the target")
+    xla = compile_for_target(lambda *d: fn(*d, *static_full), shapes, job["target"], meta["module"])
+    from ..profiling.extract import chip_figures
+
+    xla["chip"] = chip_figures(job["target"])
     stage("input sets")
     full_bytes = sum(s.size * s.dtype.itemsize for s in shapes)
     note = ""
@@ -81,6 +96,7 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
         "static_full": task_inputs.encode_static(static_full),
         "work": work,
         "flops": flops,
+        "xla": xla,
         "sets": len(sets),
         "note": note,
         "platform": jax.default_backend(),
@@ -163,11 +179,13 @@ def run_candidate(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
     shapes = [jax.ShapeDtypeStruct(tuple(s["shape"]), s["dtype"]) for s in job["full_shapes"]]
     full_fn = lambda *d: fn(*d, *static_full)  # noqa: E731
     try:
-        stats = work_stats(jax.make_jaxpr(full_fn)(*shapes))
+        jaxpr = jax.make_jaxpr(full_fn)(*shapes)
+        stats = work_stats(jaxpr)
     except BaseException as exc:
         emit({"type": "check", "name": "trace", "ok": False, "error": _error(exc, source)})
         return
     emit({"type": "check", "name": "trace", "ok": True, "work": stats})
+    _describe_for_cost_model(jaxpr, job["target"], emit)
     if job.get("stop_unless_kernel") and (stats["pallas_calls"] == 0 or stats["callbacks"]):
         return  # the parent rejects it; compiling would only waste time
 

@@ -93,6 +93,7 @@ class KernelCost:
     compute_s: float
     overhead_s: float
     seconds: float
+    ideal_compute_s: float = 0.0  # unpadded FLOPs at the MXU's rate for their dtype
     dots: list[dict[str, Any]] = field(factory=list)
 
     @property
@@ -164,7 +165,7 @@ def kernel_cost(desc: dict[str, Any], chip: dict[str, Any], consts: dict[str, An
 
     clock = chip["bf16_ops_per_second"] / (chip["num_mxus"] * chip["mxu_column_size"] ** 2 * 2)
     mxu = chip["mxu_column_size"]
-    flops = padded_flops = mxu_seconds = 0.0
+    flops = padded_flops = mxu_seconds = ideal_compute = 0.0
     dots = []
     for dot in desc["body"]["dots"]:
         times = steps * dot["count"] * dot["batch"]
@@ -174,6 +175,7 @@ def kernel_cost(desc: dict[str, Any], chip: dict[str, Any], consts: dict[str, An
         flops += real
         padded_flops += padded
         mxu_seconds += padded * passes / rate
+        ideal_compute += real * passes / rate
         dots.append({**dot, "padding_waste": 1 - real / padded if padded else 0.0})
     body = desc["body"]
     vpu_seconds = body["elementwise"] * steps / (consts["vpu"]["elementwise_per_cycle"] * clock)
@@ -195,7 +197,7 @@ def kernel_cost(desc: dict[str, Any], chip: dict[str, Any], consts: dict[str, An
         flops=flops, mxu_flops_padded=padded_flops, elementwise=body["elementwise"] * steps,
         transcendental=body["transcendental"] * steps, vmem_bytes=vmem, vmem_limit_bytes=limit,
         cores_used=cores_used, memory_s=memory_s, compute_s=compute_s, overhead_s=overhead_s,
-        seconds=max(memory_s, compute_s) + overhead_s, dots=dots,
+        seconds=max(memory_s, compute_s) + overhead_s, ideal_compute_s=ideal_compute / max(cores, 1), dots=dots,
     )
 
 
@@ -206,7 +208,7 @@ def estimate(kernels: list[dict[str, Any]], chip: dict[str, Any], target: str) -
     hbm = sum(k.hbm_bytes for k in costs)
     # The roofline's floor: every array crosses HBM once, every FLOP at peak.
     min_bytes = sum(o.array_bytes for k in costs for o in k.operands)
-    ideal = max(min_bytes / chip["mem_bw_bytes_per_second"], flops / chip["bf16_ops_per_second"])
+    ideal = max(min_bytes / chip["mem_bw_bytes_per_second"], sum(k.ideal_compute_s for k in costs))
     return CostEstimate(target, costs, sum(k.seconds for k in costs), hbm, flops, ideal, chip)
 
 

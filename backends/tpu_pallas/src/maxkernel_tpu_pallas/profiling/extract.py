@@ -77,7 +77,9 @@ def _body_work(jaxpr) -> dict[str, Any]:
                     "dtype": str(lhs.dtype), "count": times,
                 })
             elif name in ARITHMETIC:
-                size = max([math.prod(v.aval.shape) for v in eqn.outvars if hasattr(v.aval, "shape")] + [1])
+                # max of inputs and outputs: a reduction's work is the size of what it reads
+                avals = [v.aval for v in (*eqn.outvars, *eqn.invars) if hasattr(getattr(v, "aval", None), "shape")]
+                size = max([math.prod(a.shape) for a in avals] + [1])
                 work["transcendental" if name in TRANSCENDENTAL else "elementwise"] += times * size
             for sub, repeat in _sub_jaxprs(eqn):
                 walk(sub, times * repeat)

@@ -1,0 +1,103 @@
+"""Turn a cost estimate into what the planner and debugger act on: short, ordered, concrete.
+
+The full figures stay in the record (``as_details``); the diagnosis is a few
+lines meant for a prompt: what bounds the kernel, how much VMEM is left, which
+operand's traffic dominates and what a larger block would save, MXU padding,
+too many grid steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from maxkernel_core import Profile
+
+from .costmodel import CostEstimate, KernelCost, OperandCost
+
+MIB = 1 << 20
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:,.1f} us" if seconds < 1e-2 else f"{seconds * 1e3:,.2f} ms"
+
+
+def _operand_name(op: OperandCost) -> str:
+    return f"{op.role} {op.index} (block {'x'.join(map(str, op.block_shape))} {op.dtype})"
+
+
+def _traffic_hint(kernel: KernelCost, op: OperandCost) -> str | None:
+    """Which grid axes re-fetch this operand, and what doubling the block along them would save."""
+    if op.refetch < 1.5 or not op.depends_on:
+        return None
+    ignored = [axis for axis, dep in enumerate(op.depends_on) if not dep and kernel.grid[axis] > 1]
+    if not ignored:
+        return None
+    saved = op.hbm_bytes / 2
+    axes = ", ".join(f"grid axis {a} (extent {kernel.grid[a]})" for a in ignored)
+    return (f"it is re-fetched for every step of {axes}, which its block index ignores: blocks twice as large "
+            f"along the dimension that axis walks halve its extent and this traffic (saves ~{saved / MIB:,.0f} MiB)")
+
+
+def diagnose(est: CostEstimate) -> list[str]:
+    lines = []
+    for k in est.kernels:
+        label = f"{k.name} grid {tuple(k.grid)}" if len(est.kernels) > 1 else f"grid {tuple(k.grid)}"
+        lines.append(
+            f"{label}: {k.bound}-bound, estimated {_us(k.seconds)} (memory {_us(k.memory_s)}, compute "
+            f"{_us(k.compute_s)}, step overhead {_us(k.overhead_s)})")
+        share = k.vmem_bytes / k.vmem_limit_bytes if k.vmem_limit_bytes else 0
+        if share > 1:
+            lines.append(f"VMEM over the limit: blocks and scratch need {k.vmem_bytes / MIB:.1f} MiB, the scoped "
+                         f"limit is {k.vmem_limit_bytes / MIB:.0f} MiB: shrink the blocks or raise vmem_limit_bytes")
+        else:
+            lines.append(f"VMEM {k.vmem_bytes / MIB:.1f} of {k.vmem_limit_bytes / MIB:.0f} MiB scoped limit "
+                         f"({share:.0%}); {'room for larger blocks' if share < 0.5 else 'little headroom'}")
+        top = max(k.operands, key=lambda o: o.hbm_bytes, default=None)
+        if top is not None and k.hbm_bytes:
+            line = (f"{_operand_name(top)} moves {top.hbm_bytes / MIB:,.0f} MiB ({top.hbm_bytes / k.hbm_bytes:.0%} "
+                    f"of HBM traffic, {top.refetch:.1f}x its size)")
+            hint = _traffic_hint(k, top)
+            lines.append(f"{line}; {hint}" if hint else line)
+        for dot in k.dots:
+            if dot["padding_waste"] > 0.1:
+                lines.append(f"matmul {dot['m']}x{dot['k']} @ {dot['k']}x{dot['n']} per step wastes "
+                             f"{dot['padding_waste']:.0%} of the MXU to padding: use multiples of the MXU width")
+        if k.overhead_s > 0.2 * k.seconds:
+            lines.append(f"{k.steps:,} grid steps cost {_us(k.overhead_s)} of fixed overhead "
+                         f"({k.overhead_s / k.seconds:.0%}): use larger blocks")
+    lines.append(f"arithmetic intensity {est.arithmetic_intensity:,.1f} FLOP/byte; {est.roofline_fraction:.0%} "
+                 f"of the roofline (estimate)")
+    return lines
+
+
+def as_details(est: CostEstimate, xla_seconds: float | None) -> dict[str, Any]:
+    """The full numbers, JSON-ready, for the record."""
+    return {
+        "estimated": True,
+        "target": est.target,
+        "seconds": est.seconds,
+        "bound": est.bound,
+        "hbm_bytes": est.hbm_bytes,
+        "flops": est.flops,
+        "arithmetic_intensity": est.arithmetic_intensity,
+        "roofline_fraction": est.roofline_fraction,
+        "fits_vmem": est.fits_vmem,
+        "xla_reference_seconds": xla_seconds,
+        "speedup_vs_xla": (xla_seconds / est.seconds) if xla_seconds and est.seconds else None,
+        "chip": est.chip,
+        "kernels": [{
+            "name": k.name, "grid": k.grid, "steps": k.steps, "seconds": k.seconds, "bound": k.bound,
+            "memory_s": k.memory_s, "compute_s": k.compute_s, "overhead_s": k.overhead_s,
+            "hbm_bytes": k.hbm_bytes, "flops": k.flops, "mxu_flops_padded": k.mxu_flops_padded,
+            "vmem_bytes": k.vmem_bytes, "vmem_limit_bytes": k.vmem_limit_bytes, "cores_used": k.cores_used,
+            "operands": [{"role": o.role, "index": o.index, "block_shape": o.block_shape, "dtype": o.dtype,
+                          "hbm_bytes": o.hbm_bytes, "transfers": o.transfers, "refetch": o.refetch,
+                          "vmem_bytes": o.vmem_bytes} for o in k.operands],
+        } for k in est.kernels],
+    }
+
+
+def profile_record(candidate_id: str, est: CostEstimate, xla_seconds: float | None) -> Profile:
+    """The profiler role's record for a cost-model estimate (``estimated=True``, always)."""
+    return Profile(candidate_id, "cost_model", True, est.seconds, xla_seconds, est.bound, tuple(diagnose(est)),
+                   as_details(est, xla_seconds))

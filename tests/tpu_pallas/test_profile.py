@@ -1,0 +1,57 @@
+"""The profiler role and `maxkernel profile`: estimates labelled as such, XLA's estimate of the reference."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from maxkernel_core import Candidate, RunConfig
+from maxkernel_core.plugins import get_plugin_manager
+from maxkernel_core.session import RunSession
+from maxkernel_core.store import RunStore
+
+from ..helpers import run_cli
+from .conftest import KERNELS, TASKS, kernel_source
+
+pytestmark = pytest.mark.slow
+
+
+def test_profile_cli_prints_estimates_and_xla_reference(tmp_path):
+    result = run_cli("profile", "--task", str(TASKS / "matmul"), "--kernel", str(KERNELS / "honest_matmul.py"),
+                     "--target", "v6e")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    for expected in ("cost model (ESTIMATE)", "traffic per BlockSpec", "XLA's estimate of the reference",
+                     "estimated speedup vs XLA", "(estimate)", "not measured: no TPU attached", "Diagnosis",
+                     "TPU v6 lite", "32 MiB scoped limit"):
+        assert expected in out, expected
+
+
+def test_profile_json_and_failing_kernel_still_gets_a_model():
+    result = run_cli("profile", "--task", str(TASKS / "matmul"), "--kernel", str(KERNELS / "compile_bad_block_shape.py"),
+                     "--json")
+    data = json.loads(result.stdout)
+    assert result.returncode == 1 and data["status"] == "compile_error"
+    model = data["cost_model"]
+    assert model["estimated"] is True and model["kernels"][0]["grid"] == [16, 41, 8]  # pl.cdiv(4096, 100)
+    assert data["measured"] is None
+
+
+def test_profiler_role_through_the_session(tmp_path):
+    pm = get_plugin_manager()
+    backend_cls = pm.registries.get("backend", "tpu_pallas").cls
+    backend = backend_cls()
+    try:
+        task = backend.load_task(TASKS / "rmsnorm")
+        session = RunSession(pm, RunStore(tmp_path / "runs.db"), task, RunConfig(task.id, target="v5e"), backend)
+        candidate = Candidate(task.id, kernel_source("honest_rmsnorm.py"))
+        verdict = session.evaluate(candidate)  # agent_test: the sandboxed cascade
+        assert verdict.ok, verdict.reason
+        profile = session.profile(candidate)  # agent_profile: from that evaluation, not a second run
+        assert profile.estimated and profile.source == "cost_model" and profile.bound == "memory"
+        assert profile.reference_seconds and profile.speedup and profile.details["speedup_vs_xla"] == profile.speedup
+        assert any("VMEM" in line for line in profile.diagnosis)
+        assert [role for role, _, _ in session.role_log.calls] == ["test", "profile"]
+        assert session.best().evaluation.profile.seconds == profile.seconds
+    finally:
+        backend.close()
