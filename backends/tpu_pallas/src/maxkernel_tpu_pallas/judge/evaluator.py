@@ -257,6 +257,17 @@ class Evaluator:
             profile = profile_record(cand.id, estimate, ref.xla_seconds)
         return done(EvalStatus.OK, msg, test=report, profile=profile)
 
+    @staticmethod
+    def _keep_trace(candidate_id: str, payload: list[np.ndarray]) -> str | None:
+        """Store the last timed call's .xplane.pb beside the run store, for XProf/TensorBoard."""
+        if not payload:
+            return None
+        folder = _traces_dir() / candidate_id / "plugins" / "profile" / "maxkernel"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "device.xplane.pb"
+        path.write_bytes(payload[0].tobytes())
+        return str(path)
+
     def _timing(self, task, cand, ref, outcome, checks, details) -> tuple[Profile | None, str | None]:
         """Device time on a TPU; on CPU none (no speed is claimed without the hardware)."""
         if ref.platform != "tpu":
@@ -267,19 +278,28 @@ class Evaluator:
             msg = timed[0]["error"]["message"] if timed else "no timing reported"
             checks.append(CheckResult("timing", False, msg))
             return None, None  # verified correct, but unmeasured: no speed claimed
-        header, outputs = timed
+        header, payload = timed
+        outputs = payload[:header.get("n_outputs", len(payload))]
+        kept = self._keep_trace(cand.id, payload[len(outputs):])
         if ref.timing_outputs is not None:
             ok, why, _ = compare(ref.timing_outputs, outputs, task.atol, task.rtol)
             if not ok:
                 checks.append(CheckResult("timing", False, why))
                 return None, f"the outputs of the timed full-size calls are wrong: {why}"
-        details["timing"] = {k: header[k] for k in ("median_s", "times_s", "runs", "warmup", "trace_dir")}
+        details["timing"] = {k: header.get(k) for k in ("median_s", "times_s", "runs", "warmup", "top_ops", "wait_share")}
+        details["timing"]["xplane"] = kept
         ref_s = (ref.timing or {}).get("median_s")
         checks.append(CheckResult("timing", True, f"median {header['median_s'] * 1e6:.1f} us over {header['runs']} runs"))
         measured = {**details["timing"], "cost_model": details.get("cost_model")}
         diagnosis = tuple((details.get("cost_model") or {}).get("diagnosis", ()))
         return Profile(cand.id, "device_trace", False, header["median_s"], ref_s, diagnosis=diagnosis,
                        details=measured), None
+
+
+def _traces_dir() -> Path:
+    from maxkernel_core.store import default_home
+
+    return default_home() / "traces"
 
 
 def evaluator_from_settings(settings) -> Evaluator:

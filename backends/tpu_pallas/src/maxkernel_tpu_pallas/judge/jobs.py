@@ -217,4 +217,6 @@ def run_candidate(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
     except Exception as exc:
         emit({"type": "timing", "ok": False, "error": _error(exc, source)})
         return
-    emit({"type": "timing", "ok": True, **timing}, _flat(out))
+    outputs = _flat(out)
+    trace = np.frombuffer(Path(timing["trace_file"]).read_bytes(), dtype=np.uint8)  # the scratch dir dies with us
+    emit({"type": "timing", "ok": True, "n_outputs": len(outputs), **timing}, [*outputs, trace])
