@@ -179,3 +179,16 @@ def test_llm_provider_registration_and_readiness(monkeypatch):
     assert provider.readiness().ready
     with pytest.raises(UnknownPluginError, match=r"unknown llm provider 'gpt' \(installed: keyed\)"):
         pm.registries.get("llm_provider", "gpt")
+
+
+def test_builtin_backend_can_be_disabled_or_left_out():
+    listed = json.loads(run_cli("plugins", "--json").stdout)
+    builtin = {row["name"]: row for row in listed}["tpu_pallas"]
+    assert builtin["distribution"] == "maxkernel-tpu-pallas" and "backend:tpu_pallas" in builtin["registers"]
+    assert "eval" in run_cli("--help").stdout
+    for args, env in ((["--disable-plugin", "tpu_pallas"], {}), ([], {"MAXKERNEL_LOAD_PLUGINS": ""}),
+                      ([], {"MAXKERNEL_DISABLE_PLUGINS": "tpu_pallas"})):
+        names = [row["name"] for row in json.loads(run_cli(*args, "plugins", "--json", env=env).stdout)]
+        assert "tpu_pallas" not in names
+        gone = run_cli(*args, "eval", "--task", "x", "--kernel", "y", env=env)
+        assert gone.returncode == 2 and "No such command 'eval'" in gone.stderr
