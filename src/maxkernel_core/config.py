@@ -54,6 +54,36 @@ class EvalSettings:
     device: str = "auto"
 
 
+ROLE_NAMES = ("plan", "implement", "debug")
+ROLE_KEYS = {"provider": str, "model": str, "temperature": float, "max_output_tokens": int}
+
+
+@define
+class LLMSettings:
+    #: Sampling temperature (None: the model's default).
+    temperature: float | None = None
+    max_output_tokens: int = 8192
+    #: Seconds before a call is abandoned (and retried).
+    timeout_s: float = 180.0
+    max_retries: int = 5
+    #: Model calls in flight at once across a run.
+    concurrency: int = 4
+    #: OpenAI-compatible endpoint for self-hosted models (litellm), e.g. http://localhost:8000/v1.
+    api_base: str | None = None
+    #: Per-run budget; the run stops cleanly when one is spent (None: unlimited).
+    max_calls: int | None = None
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+    #: Debugger attempts per failed candidate.
+    debug_attempts: int = 6
+    #: Record every model call of a run to this JSONL file (replay it with --provider replay).
+    record: str | None = None
+    #: Transcript played back by the replay provider.
+    replay: str | None = None
+    #: Per-role overrides: [llm.roles.plan] provider = "gemini", model = "gemini-2.5-pro".
+    roles: dict[str, dict[str, Any]] = field(factory=dict)
+
+
 @define
 class TasksSettings:
     #: Extra folders searched for tasks by id, besides the bundled jaxbench suite.
@@ -79,6 +109,7 @@ class Settings:
     run: RunSettings = field(factory=RunSettings)
     tasks: TasksSettings = field(factory=TasksSettings)
     eval: EvalSettings = field(factory=EvalSettings)
+    llm: LLMSettings = field(factory=LLMSettings)
     plugins: PluginSettings = field(factory=PluginSettings)
     store: StoreSettings = field(factory=StoreSettings)
     #: Free-form options per strategy, ``[strategy.graph] beam_width = 3``; each
@@ -116,6 +147,11 @@ class ResolvedSettings:
                 continue
             for f in attrs.fields(type(value)):
                 dotted = f"{section.name}.{f.name}"
+                if dotted == "llm.roles":
+                    for role, table in getattr(value, f.name).items():
+                        for key, v in table.items():
+                            rows.append((f"{dotted}.{role}.{key}", v, self.sources.get(f"{dotted}.{role}.{key}", "default")))
+                    continue
                 rows.append((dotted, getattr(value, f.name), self.sources.get(dotted, "default")))
         return rows
 
@@ -219,6 +255,9 @@ def _apply(settings: Settings, sources: dict[str, str], dotted: str, raw: Any, *
         sources[dotted] = where
         return
     types_ = _field_types(section_types[section])
+    if dotted.startswith("llm.roles"):
+        _apply_role(settings, sources, dotted, raw, where=where, from_text=from_text)
+        return
     if key not in types_:
         raise ConfigError(
             f"unknown config key {dotted!r} in {where} (keys of [{section}]: {', '.join(types_)})"
@@ -233,14 +272,34 @@ def _apply(settings: Settings, sources: dict[str, str], dotted: str, raw: Any, *
     sources[dotted] = where
 
 
+def _apply_role(settings: Settings, sources: dict[str, str], dotted: str, raw: Any, *, where: str,
+                from_text: bool) -> None:
+    """``llm.roles.<role>.<key>``: a role's provider/model/sampling override."""
+    parts = dotted.split(".")
+    if len(parts) != 4 or parts[2] not in ROLE_NAMES or parts[3] not in ROLE_KEYS:
+        raise ConfigError(f"unknown config key {dotted!r} in {where} (use llm.roles.ROLE.KEY with ROLE in "
+                          f"{', '.join(ROLE_NAMES)} and KEY in {', '.join(ROLE_KEYS)})")
+    try:
+        value = _coerce(raw, ROLE_KEYS[parts[3]], from_text=from_text)
+    except (ValueError, TypeError):
+        raise ConfigError(f"config key {dotted!r} in {where} must be {_describe(ROLE_KEYS[parts[3]])}, "
+                          f"got {raw!r}") from None
+    settings.llm.roles.setdefault(parts[2], {})[parts[3]] = value
+    sources[dotted] = where
+
+
 def _flatten(table: Mapping[str, Any], where: str) -> list[tuple[str, Any]]:
     out = []
     for section, body in table.items():
         if not isinstance(body, Mapping):
             raise ConfigError(f"config entry {section!r} in {where} must be a [table] of keys")
         for key, value in body.items():
-            if section in FREE_FORM_SECTIONS and isinstance(value, Mapping):
-                out.extend((f"{section}.{key}.{k}", v) for k, v in value.items())
+            if (section in FREE_FORM_SECTIONS or (section, key) == ("llm", "roles")) and isinstance(value, Mapping):
+                for name, inner in value.items():
+                    if isinstance(inner, Mapping):
+                        out.extend((f"{section}.{key}.{name}.{k}", v) for k, v in inner.items())
+                    else:
+                        out.append((f"{section}.{key}.{name}", inner))
             else:
                 out.append((f"{section}.{key}", value))
     return out

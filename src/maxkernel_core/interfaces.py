@@ -67,6 +67,11 @@ class Backend(abc.ABC):
         """Backend rules and chip facts for prompts, at most ``budget_chars`` long."""
         return ""
 
+    def task_prompt(self, task: Task) -> str:
+        """The task as a model should see it: what to compute, shapes, dtypes, tolerances."""
+        return (f"Task {task.id}: {task.description}\nInput dtype {task.dtype or 'see reference'}; "
+                f"tolerances atol={task.atol}, rtol={task.rtol}.")
+
     def close(self) -> None:
         """Release worker processes and other resources."""
 

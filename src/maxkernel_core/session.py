@@ -7,6 +7,7 @@ and keeps the history that roles learn from. Strategies use nothing else.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -15,7 +16,9 @@ from attrs import define, field, frozen
 
 from .errors import PluginError
 from .hookspecs import hookimpl
-from .interfaces import Backend, LLMProvider, LLMRequest, LLMResponse
+from .interfaces import Backend, LLMRequest, LLMResponse
+from .llm import Budget, RetryPolicy, complete
+from .llm_roles import RoleLLM, TranscriptRecorder
 from .records import Attempt, Candidate, Evaluation, Plan, Profile, RunConfig, SearchEdge, SearchNode, Task, record
 from .store import RunStore
 
@@ -30,33 +33,37 @@ class AgentContext:
     config: RunConfig
     backend: Backend
     store: RunStore
-    #: role name ("plan", "implement", ...) or "default" -> provider
-    providers: dict[str, LLMProvider] = field(factory=dict)
+    #: role ("plan", "implement", "debug") -> the model that answers it
+    llms: dict[str, RoleLLM] = field(factory=dict)
+    budget: Budget = field(factory=Budget)
+    policy: RetryPolicy = field(factory=RetryPolicy)
     #: the latest profile of the best candidate, for the planner
     profile: Profile | None = None
+    #: the backend's knowledge pack and other run-wide context for prompts
     extras: dict[str, Any] = field(factory=dict)
+    recorder: TranscriptRecorder | None = None
+    _gate: threading.Semaphore = field(factory=lambda: threading.Semaphore(4))
 
-    def provider_for(self, role: str) -> LLMProvider:
-        provider = self.providers.get(role) or self.providers.get("default")
-        if provider is None:
+    def llm_for(self, role: str) -> RoleLLM:
+        llm = self.llms.get(role) or self.llms.get("default")
+        if llm is None:
             raise PluginError(f"no LLM provider is configured for role {role!r}: set run.provider")
-        return provider
+        return llm
 
     def complete(self, request: LLMRequest) -> LLMResponse:
-        """Ask the role's provider; the call is logged to the run store, failures too."""
-        provider = self.provider_for(request.role or "default")
-        start = time.monotonic()
-        try:
-            response = provider.complete(request)
-        except Exception as exc:
-            self.store.add_llm_call(
-                self.run_id, provider=provider.name, request=request, response=None,
-                error=f"{type(exc).__name__}: {exc}", latency_s=time.monotonic() - start,
-            )
-            raise
-        self.store.add_llm_call(
-            self.run_id, provider=provider.name, request=request, response=response, latency_s=time.monotonic() - start
-        )
+        """Ask the role's model: retried, budgeted, and logged to the run store (failed attempts too)."""
+        llm = self.llm_for(request.role or "default")
+        request = llm.prepare(request)
+        name = llm.provider.name
+
+        def log(req: LLMRequest, resp: LLMResponse | None, error: str | None, latency: float) -> None:
+            self.store.add_llm_call(self.run_id, provider=name, request=req, response=resp, error=error,
+                                    latency_s=latency)
+
+        with self._gate:
+            response = complete(llm.provider, request, policy=self.policy, budget=self.budget, log=log)
+        if self.recorder is not None:
+            self.recorder(request, response, name)
         return response
 
 
@@ -114,11 +121,11 @@ class RunSession:
     """One run: calls roles through the plugin manager and records everything as it happens."""
 
     def __init__(self, pm, store: RunStore, task: Task, config: RunConfig, backend: Backend,
-                 providers: dict[str, LLMProvider] | None = None, run_id: str | None = None) -> None:
+                 llms: dict[str, RoleLLM] | None = None, run_id: str | None = None, **ctx_options: Any) -> None:
         self.pm, self.store, self.task, self.config = pm, store, task, config
         resumed = run_id is not None
         self.run_id = run_id if resumed else store.create_run(config)
-        self.ctx = AgentContext(self.run_id, config, backend, store, providers or {})
+        self.ctx = AgentContext(self.run_id, config, backend, store, llms or {}, **ctx_options)
         self.history: list[Attempt] = []
         if resumed:  # pick up what a killed run already paid for
             verdicts = {e.candidate_id: e for e in store.evaluations(self.run_id)}
@@ -151,6 +158,17 @@ class RunSession:
         return self.pm.hook.agent_debug(
             ctx=self.ctx, task=self.task, candidate=candidate, evaluation=evaluation, attempts=tuple(attempts)
         )
+
+    def repair(self, candidate: Candidate, evaluation: Evaluation, max_attempts: int) -> Attempt:
+        """The debugger loop: up to ``max_attempts`` fixes, each evaluated and recorded; the last attempt."""
+        lineage = [Attempt(candidate, evaluation)]
+        while not evaluation.ok and len(lineage) <= max_attempts:
+            fixed = self.debug(candidate, evaluation, tuple(lineage))
+            if fixed is None:
+                break
+            candidate, evaluation = fixed, self.evaluate(fixed)
+            lineage.append(Attempt(candidate, evaluation))
+        return lineage[-1]
 
     def evaluate(self, candidate: Candidate) -> Evaluation:
         """Store the candidate, judge it (tester role), store the verdict, then return it."""

@@ -7,6 +7,7 @@ from maxkernel_core.errors import PluginError, ProviderError
 from maxkernel_core.interfaces import LLMMessage, LLMRequest
 from maxkernel_core.plugins import get_plugin_manager
 from maxkernel_core.records import EvalStatus, Evaluation, Profile, RunConfig
+from maxkernel_core.llm_roles import RoleLLM
 from maxkernel_core.session import RunSession
 from maxkernel_core.store import RunStore
 from maxkernel_core.testing import FakeBackend, FakeLLMProvider, FakeTester, HookRecorder, ScriptedAgents
@@ -110,7 +111,7 @@ def test_third_party_role_overrides_the_trylast_builtin(parts):
 def test_llm_calls_are_logged_with_errors(parts):
     pm, agents, store, backend, task = parts
     fake = FakeLLMProvider().enqueue("a reply", ProviderError("rate limited"))
-    session = RunSession(pm, store, task, RunConfig(task.id), backend, providers={"default": fake})
+    session = RunSession(pm, store, task, RunConfig(task.id), backend, llms={"default": RoleLLM(fake, None, None, 100)})
     request = LLMRequest((LLMMessage("user", "make it fast"),), role="plan")
     assert session.ctx.complete(request).text == "a reply"
     with pytest.raises(ProviderError):
@@ -118,4 +119,5 @@ def test_llm_calls_are_logged_with_errors(parts):
     calls = store.llm_calls(session.run_id)
     assert [(c["role"], c["response"], c["error"]) for c in calls] == [
         ("plan", "a reply", None), ("plan", None, "ProviderError: rate limited")]
-    assert fake.history == [request, request]
+    assert [r.messages for r in fake.history] == [request.messages] * 2
+    assert fake.history[0].max_output_tokens == 100  # the role's settings fill the request

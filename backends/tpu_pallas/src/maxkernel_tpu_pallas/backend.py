@@ -65,6 +65,22 @@ class TpuPallasBackend(Backend):
         return Profile(candidate.id, "cost_model", True, model["seconds"], model.get("xla_reference_seconds"),
                        model.get("bound", ""), tuple(model.get("diagnosis", ())), model)
 
+    def knowledge(self, task: Task, *, target: str = DEFAULT_TARGET, budget_chars: int = 12000) -> str:
+        from .knowledge import knowledge_pack
+
+        return knowledge_pack(check_target(target), budget_chars)
+
+    def task_prompt(self, task: Task) -> str:
+        """The reference source, its sizes and tolerances: what a model needs to write the kernel."""
+        source = Path(task.metadata["module"]).read_text()
+        entry, inputs_fn = task.metadata["entry"], task.metadata["inputs_fn"]
+        sizes = " and ".join(task.sizes)
+        return (f"{task.description}\n\nReference ({task.format} format; `{entry}` is the computation to "
+                f"reimplement with Pallas kernels, `{inputs_fn}` makes its inputs; sizes: {sizes}, the "
+                f"full size is what is compiled and timed):\n\n```python\n{source.strip()}\n```\n\n"
+                f"The candidate must define `computation` with the same arguments as `{entry}` "
+                f"(dynamic arguments, then static ones) and match it within atol={task.atol}, rtol={task.rtol}.")
+
     def close(self) -> None:
         if self._evaluator is not None:
             self._evaluator.close()

@@ -1,0 +1,120 @@
+"""Default planner, implementer and debugger: prompts from templates, answers parsed robustly.
+
+Each role builds its prompt from a template in ``prompts/``, the task description
+and the backend's knowledge pack (both from the backend, so nothing here is
+TPU-specific), asks ``ctx.complete`` (retried, budgeted, logged), and turns the
+reply into a record. A reply without usable code is an error with a reason,
+never an empty candidate.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from string import Template
+
+from maxkernel_core import Candidate, LLMMessage, LLMRequest, Plan, Provenance, hookimpl
+
+from .codeblocks import extract_json, extract_module
+
+KNOWLEDGE_BUDGET_CHARS = 12000
+HISTORY_ITEMS = 6
+PLAN_KEYS = ("tiling", "memory", "grid", "pipelining", "fusion")
+
+
+def template(name: str) -> Template:
+    return Template(resources.files(__package__).joinpath("prompts", f"{name}.md").read_text())
+
+
+def _shared(task, ctx) -> dict[str, str]:
+    """The task description and the backend's knowledge, computed once per run."""
+    if "task_prompt" not in ctx.extras:
+        ctx.extras["task_prompt"] = ctx.backend.task_prompt(task)
+        ctx.extras["knowledge"] = ctx.backend.knowledge(task, target=ctx.config.target,
+                                                        budget_chars=KNOWLEDGE_BUDGET_CHARS)
+    return {"task": ctx.extras["task_prompt"], "knowledge": ctx.extras["knowledge"], "task_id": task.id}
+
+
+def _ask(ctx, role: str, prompt: str, shared: dict[str, str]):
+    system = template("system").safe_substitute(shared)
+    request = LLMRequest((LLMMessage("system", system), LLMMessage("user", prompt)), role=role)
+    return ctx.complete(request)
+
+
+def _verdict_line(attempt) -> str:
+    ev = attempt.evaluation
+    speed = ""
+    if ev.profile and ev.profile.seconds:
+        kind = "estimated" if ev.profile.estimated else "measured"
+        speed = f", {kind} {ev.profile.seconds * 1e6:,.1f} us"
+        if ev.profile.speedup:
+            speed += f" ({ev.profile.speedup:.2f}x the XLA reference, {kind})"
+    params = json.dumps(attempt.candidate.parameters) if attempt.candidate.parameters else "{}"
+    return f"- {attempt.candidate.id} {params}: {ev.status.value}{speed}. {ev.reason[:300]}"
+
+
+def _history(history) -> str:
+    if not history:
+        return "Nothing yet: this is the first kernel."
+    return "\n".join(_verdict_line(a) for a in list(history)[-HISTORY_ITEMS:])
+
+
+def _profile_text(profile) -> str:
+    if profile is None:
+        return "No profile yet."
+    label = "ESTIMATE (static cost model)" if profile.estimated else "MEASURED on the device"
+    return f"{label}: bound by {profile.bound or '?'}\n" + "\n".join(f"- {line}" for line in profile.diagnosis)
+
+
+@hookimpl(trylast=True)
+def agent_plan(task, history, ctx) -> Plan:
+    shared = _shared(task, ctx)
+    prompt = template("plan").safe_substitute(shared, history=_history(history), profile=_profile_text(ctx.profile))
+    reply = _ask(ctx, "plan", prompt, shared)
+    data = extract_json(reply.text) or {}
+    prose = reply.text.split("```")[0].strip() or reply.text.strip()[:2000]
+    decisions = {k: str(data[k]) for k in PLAN_KEYS if k in data}
+    params = data.get("parameters") if isinstance(data.get("parameters"), dict) else {}
+    return Plan(task.id, prose, decisions, params, author=f"{ctx.llm_for('plan').provider.name}:{reply.model}")
+
+
+@hookimpl(trylast=True)
+def agent_implement(task, plan, ctx) -> Candidate:
+    shared = _shared(task, ctx)
+    plan_text = plan.summary + ("\n\n" + "\n".join(f"- {k}: {v}" for k, v in plan.decisions.items())
+                                if plan.decisions else "")
+    prompt = template("implement").safe_substitute(shared, plan=plan_text, parameters=json.dumps(plan.parameters))
+    reply = _ask(ctx, "implement", prompt, shared)
+    code = extract_module(reply.text)
+    return Candidate(task.id, code, dict(plan.parameters), provenance=Provenance(
+        role="implement", provider=ctx.llm_for("implement").provider.name, model=reply.model,
+        strategy=ctx.config.strategy, plan_id=plan.id))
+
+
+def _checks_text(evaluation) -> str:
+    lines = []
+    for check in evaluation.checks:
+        mark = "pass" if check.passed else "FAIL"
+        lines.append(f"- {check.name}: {mark} {check.message[:600]}")
+    model = evaluation.details.get("cost_model") or {}
+    if model.get("diagnosis"):
+        lines.append("Cost model (estimate):")
+        lines.extend(f"- {line}" for line in model["diagnosis"])
+    return "\n".join(lines)
+
+
+@hookimpl(trylast=True)
+def agent_debug(task, candidate, evaluation, attempts, ctx) -> Candidate:
+    shared = _shared(task, ctx)
+    earlier = ""
+    previous = [a for a in attempts if a.candidate.id != candidate.id]
+    if previous:
+        earlier = "# Earlier fixes that did not work\n\n" + "\n".join(_verdict_line(a) for a in previous[-HISTORY_ITEMS:])
+    prompt = template("debug").safe_substitute(
+        shared, code=candidate.code, status=evaluation.status.value, reason=evaluation.reason,
+        checks=_checks_text(evaluation), earlier=earlier)
+    reply = _ask(ctx, "debug", prompt, shared)
+    code = extract_module(reply.text)
+    return Candidate(task.id, code, dict(candidate.parameters), parent_id=candidate.id, provenance=Provenance(
+        role="debug", provider=ctx.llm_for("debug").provider.name, model=reply.model,
+        strategy=ctx.config.strategy, transformation=f"fix {evaluation.status.value}"))
