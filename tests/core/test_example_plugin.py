@@ -18,7 +18,7 @@ RUN_IT = textwrap.dedent('''
     pm = get_plugin_manager()
     Strategy = pm.registries.get("strategy", "best_of_n").cls   # selected by name
     agents = ScriptedAgents().enqueue("x = 1", "pallas_call = 1").enqueue_fix("still broken")
-    pm.register(agents, name="agents"); pm.register(FakeTester(), name="tester")
+    pm.register(agents, name="scripted-agents"); pm.register(FakeTester(), name="tester")
     backend = FakeBackend()
     task = backend.load_task("fake_matmul")
     session = RunSession(pm, RunStore(sys.argv[1]), task, RunConfig(task.id, "best_of_n"), backend)

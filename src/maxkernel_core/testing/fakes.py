@@ -99,7 +99,8 @@ class ScriptedAgents:
 
     ``enqueue("code", ...)`` queues candidate modules for the implementer;
     ``enqueue_fix("code")`` queues the debugger's fixes (none queued: no fix).
-    Registered with ``trylast`` so a real implementation wins when present.
+    Plain (not ``trylast``) implementations: registered in a test, they answer
+    before the installed agents, which are the ``trylast`` fallbacks.
     """
 
     def __init__(self) -> None:
@@ -115,19 +116,19 @@ class ScriptedAgents:
         self.fixes.extend(codes)
         return self
 
-    @hookimpl(trylast=True)
+    @hookimpl
     def agent_plan(self, task, history):
         plan = Plan(task.id, f"attempt {len(history) + 1}")
         self.plans.append(plan)
         return plan
 
-    @hookimpl(trylast=True)
+    @hookimpl
     def agent_implement(self, task, plan):
         if not self.codes:
             raise AssertionError("ScriptedAgents.agent_implement called with no code enqueued")
         return Candidate(task.id, self.codes.popleft(), provenance=Provenance(role="implement", plan_id=plan.id))
 
-    @hookimpl(trylast=True)
+    @hookimpl
     def agent_debug(self, task, candidate):
         if not self.fixes:
             return None
