@@ -171,3 +171,27 @@ def tasks_cmd(path: Path | None, as_json: bool) -> None:
 def record_json(record: Any) -> str:
     """A record as pretty JSON, as `--json` flags print them."""
     return json.dumps(to_json(record), indent=2, sort_keys=True, default=str)
+
+
+@cli.command("providers")
+@click.option("--json", "as_json", is_flag=True)
+def providers_cmd(as_json: bool) -> None:
+    """List LLM providers and whether each is ready (keys set) for use now."""
+    app = _app()
+    rows = []
+    for name, reg in app.pm.registries.llm_providers.items():
+        ready = reg.cls(app.settings).readiness()
+        rows.append({"name": name, "plugin": reg.plugin, "ready": ready.ready, "message": ready.message,
+                     "selected": name == app.settings.run.provider
+                     or any(t.get("provider") == name for t in app.settings.llm.roles.values())})
+    if as_json:
+        _echo_json(rows)
+        return
+    if not rows:
+        click.echo("No LLM provider is installed (see `maxkernel plugins`).")
+        return
+    table = Table("provider", "plugin", "status", "", title="LLM providers")
+    for row in rows:
+        status = "[green]ready[/]" if row["ready"] else f"[yellow]not ready[/]: {row['message']}"
+        table.add_row(row["name"], row["plugin"], status, "selected" if row["selected"] else "")
+    _console().print(table)
