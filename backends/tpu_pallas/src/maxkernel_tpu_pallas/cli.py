@@ -46,6 +46,19 @@ def _print_evaluation(evaluation, task, kernel: Path) -> None:
         console.print(f"  device time (measured): {p.seconds * 1e6:.1f} us{speed}")
 
 
+def judge_file(ctx: click.Context, task_ref: str, kernel: Path, target: str | None):
+    """Load the task, judge the kernel file as a user's candidate; (task, evaluation)."""
+    app = app_for(ctx)
+    app.override(run__target=(target, "--target"))
+    backend = app.backend("tpu_pallas")
+    try:
+        task = backend.load_task(task_ref, tuple(app.task_roots(backend)))
+        candidate = Candidate(task.id, kernel.read_text(), provenance=Provenance(role="user", transformation=str(kernel)))
+        return task, backend.evaluate(task, candidate, target=app.settings.run.target)
+    finally:
+        backend.close()
+
+
 @click.command("eval")
 @click.option("--task", "task_ref", required=True, help="Task id (searched in tasks.paths) or path.")
 @click.option("--kernel", "kernel", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -55,15 +68,7 @@ def _print_evaluation(evaluation, task, kernel: Path) -> None:
 @click.pass_context
 def eval_command(ctx: click.Context, task_ref: str, kernel: Path, target: str | None, as_json: bool) -> int:
     """Judge KERNEL against TASK: trace, proof of kernel, TPU compile, correctness (exit 0 ok, 1 failed)."""
-    app = app_for(ctx)
-    app.override(run__target=(target, "--target"))
-    backend = app.backend("tpu_pallas")
-    try:
-        task = backend.load_task(task_ref, tuple(app.task_roots(backend)))
-        candidate = Candidate(task.id, kernel.read_text(), provenance=Provenance(role="user", transformation=str(kernel)))
-        evaluation = backend.evaluate(task, candidate, target=app.settings.run.target)
-    finally:
-        backend.close()
+    task, evaluation = judge_file(ctx, task_ref, kernel, target)
     if as_json:
         click.echo(json.dumps(to_json(evaluation), sort_keys=True, default=str))
     else:

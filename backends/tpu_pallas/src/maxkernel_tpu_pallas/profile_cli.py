@@ -6,11 +6,10 @@ import json
 from pathlib import Path
 
 import click
-from maxkernel_core import Candidate, Provenance
-from maxkernel_core.cli.app import app_for
 from rich.console import Console
 from rich.table import Table
 
+from .cli import judge_file
 from .targets import TARGETS
 
 MIB = 1 << 20
@@ -81,15 +80,7 @@ def print_profile(evaluation, task, kernel: Path) -> None:
 @click.pass_context
 def profile_command(ctx: click.Context, task_ref: str, kernel: Path, target: str | None, as_json: bool) -> int:
     """Estimate (and on a TPU, measure) KERNEL's speed on TASK, and say what bounds it."""
-    app = app_for(ctx)
-    app.override(run__target=(target, "--target"))
-    backend = app.backend("tpu_pallas")
-    try:
-        task = backend.load_task(task_ref, tuple(app.task_roots(backend)))
-        candidate = Candidate(task.id, kernel.read_text(), provenance=Provenance(role="user", transformation=str(kernel)))
-        evaluation = backend.evaluate(task, candidate, target=app.settings.run.target)
-    finally:
-        backend.close()
+    task, evaluation = judge_file(ctx, task_ref, kernel, target)
     if as_json:
         measured = evaluation.profile if evaluation.profile and not evaluation.profile.estimated else None
         click.echo(json.dumps({
