@@ -52,12 +52,12 @@ def call_inputs(module, meta: dict[str, Any], *, size: str, seed: int | None) ->
     return _pairs(getattr(module, meta["inputs_fn"])(**kwargs))
 
 
-def abstract_full(module, meta: dict[str, Any]) -> tuple[list[jax.ShapeDtypeStruct], tuple]:
-    """Full-size input shapes without materialising them (get_inputs runs under eval_shape)."""
+def abstract_full(module, meta: dict[str, Any], size: str = "full") -> tuple[list[jax.ShapeDtypeStruct], tuple]:
+    """Input shapes at ``size`` without materialising them (get_inputs runs under eval_shape)."""
     captured: dict[str, tuple] = {}
 
     def dynamic_only():
-        (dyn, static), *_ = call_inputs(module, meta, size="full", seed=None)
+        (dyn, static), *_ = call_inputs(module, meta, size=size, seed=None)
         captured["static"] = static
         return dyn
 

@@ -1,0 +1,253 @@
+"""What a reference computes, read from its jaxpr at full size: which kernel template fits, or why none does.
+
+The reference is traced with abstract full-size inputs (nothing is allocated),
+calls (jit, custom_jvp/vjp such as ``jax.nn.gelu``) are inlined, and every
+value is given a *kind* relative to a 2-D row view ``(rows, D)`` of the output:
+
+* ``row``: the full ``(..., D)`` shape (leading dims flattened into rows);
+* ``rowred``: reduced over the last axis (``(..., 1)`` or ``(...)``);
+* ``col``: varies along D only (a bias or weight of shape ``(D,)``);
+* ``scalar``: one value.
+
+If every op keeps rows independent (elementwise math, broadcasts, reductions
+over the last axis), a row-blocked kernel computes it exactly: the *row-wise*
+template. If one ``dot_general`` (M, K) @ (K, N) feeds such a chain, the
+*matmul-with-epilogue* template applies, with kinds relative to (M, N).
+Anything else is declined with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+from attrs import define, field
+from jax.extend import core as jex_core
+
+INLINE = {"pjit": "jaxpr", "closed_call": "call_jaxpr", "custom_jvp_call": "call_jaxpr",
+          "custom_vjp_call": "call_jaxpr", "custom_vjp_call_jaxpr": "fun_jaxpr", "remat": "jaxpr",
+          "checkpoint": "jaxpr"}
+ELEMENTWISE = frozenset("""add sub mul div max min pow atan2 rem neg exp exp2 log log1p expm1 tanh logistic sqrt rsqrt
+abs sign erf erfc floor ceil round sin cos tan is_finite not and or eq ne lt le gt ge integer_pow square select_n
+convert_element_type clamp erf_inv""".split())
+SHAPE_ONLY = frozenset({"broadcast_in_dim", "reshape", "squeeze", "expand_dims", "copy", "copy_p"})
+LAST_AXIS_REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "argmax", "argmin"})
+
+
+class Declined(Exception):
+    """No template fits this computation; the message says why (for the user and the coverage table)."""
+
+
+@define
+class Eqn:
+    prim: str
+    inputs: list[Any]  # Var ids (str) or literal values
+    outputs: list[str]
+    params: dict[str, Any]
+    out_shapes: list[tuple[int, ...]]
+    out_dtypes: list[str]
+    #: input position -> Python expression, for literals that depend on the input size (jnp.mean's 1/D)
+    literal_exprs: dict[int, str] = field(factory=dict)
+
+
+@define
+class Program:
+    """The reference flattened to one list of equations over named values."""
+
+    inputs: list[str]
+    outputs: list[str]
+    eqns: list[Eqn]
+    shapes: dict[str, tuple[int, ...]] = field(factory=dict)
+    dtypes: dict[str, str] = field(factory=dict)
+
+
+def flatten(closed) -> Program:
+    """Inline nested calls so the templates see one straight-line program."""
+    counter = iter(range(1 << 30))
+    program = Program([], [], [])
+
+    def name_of(env, v):
+        if isinstance(v, jex_core.Literal):
+            return v.val
+        return env[v]
+
+    def fresh(v) -> str:
+        name = f"v{next(counter)}"
+        program.shapes[name] = tuple(int(d) for d in v.aval.shape)
+        program.dtypes[name] = str(v.aval.dtype)
+        return name
+
+    def walk(jaxpr, consts, args) -> list:
+        env = {}
+        for var, value in zip(jaxpr.constvars, consts):
+            if getattr(value, "shape", ()) not in ((), (1,)):
+                raise Declined("the reference closes over an array constant")
+            env[var] = float(value) if hasattr(value, "shape") else value
+        env.update(zip(jaxpr.invars, args))
+        for eqn in jaxpr.eqns:
+            name = eqn.primitive.name
+            ins = [name_of(env, v) for v in eqn.invars]
+            if name in INLINE and INLINE[name] in eqn.params:
+                sub = eqn.params[INLINE[name]]
+                inner, inner_consts = (sub.jaxpr, sub.consts) if hasattr(sub, "jaxpr") else (sub, ())
+                outs = walk(inner, inner_consts, ins)
+                env.update(zip(eqn.outvars, outs))
+                continue
+            outs = [fresh(v) for v in eqn.outvars]
+            program.eqns.append(Eqn(name, ins, outs, dict(eqn.params), [program.shapes[o] for o in outs],
+                                    [program.dtypes[o] for o in outs]))
+            env.update(zip(eqn.outvars, outs))
+        return [name_of(env, v) for v in jaxpr.outvars]
+
+    program.inputs = [fresh(v) for v in closed.jaxpr.invars]
+    program.outputs = walk(closed.jaxpr, closed.consts, program.inputs)
+    return program
+
+
+def trace_reference(fn, shapes, static) -> Program:
+    return flatten(jax.make_jaxpr(lambda *d: fn(*d, *static))(*shapes))
+
+
+def bind_size_literals(full: Program, small: Program, dims_full: dict[str, int], dims_small: dict[str, int]) -> None:
+    """Mark literals of ``full`` whose value changes with the input size, as expressions of the dims.
+
+    The reference is traced at full size, so ``jnp.mean`` over D leaves a literal
+    ``8192.0`` that must read ``d`` at the small size. Comparing with a trace at the
+    small size finds every such literal; each must be a dim, its reciprocal, or a
+    product of two dims, else the computation is declined.
+    """
+    if len(full.eqns) != len(small.eqns):
+        raise Declined("the reference's program changes with the input size (it is not shape-generic)")
+    names = list(dims_full)
+    options = {n: (dims_full[n], dims_small[n]) for n in names}
+    options.update({f"{a} * {b}": (dims_full[a] * dims_full[b], dims_small[a] * dims_small[b])
+                    for i, a in enumerate(names) for b in names[i:]})
+    for eq_full, eq_small in zip(full.eqns, small.eqns):
+        if eq_full.prim != eq_small.prim:
+            raise Declined("the reference's program changes with the input size (it is not shape-generic)")
+        for pos, (lf, ls) in enumerate(zip(eq_full.inputs, eq_small.inputs)):
+            if isinstance(lf, str) or isinstance(ls, str) or float(lf) == float(ls):
+                continue
+            for expr, (vf, vs) in options.items():
+                if float(lf) == vf and float(ls) == vs:
+                    eq_full.literal_exprs[pos] = f"float({expr})"
+                    break
+                if float(lf) == 1.0 / vf and float(ls) == 1.0 / vs:
+                    eq_full.literal_exprs[pos] = f"(1.0 / ({expr}))"
+                    break
+            else:
+                raise Declined(f"a constant of {eq_full.prim} changes with the input size ({lf} at full size, {ls} "
+                               "at small size) in a way the synthesizer cannot express")
+
+
+def _kind(shape: tuple[int, ...], rows: int, d: int) -> str:
+    size = math.prod(shape)
+    if size == 1:
+        return "scalar"
+    if shape and shape[-1] == d and size == rows * d:
+        return "row"
+    if size == rows and (not shape or shape[-1] != d or d == 1):
+        return "rowred"
+    if shape and shape[-1] == d and size == d:
+        return "col"
+    return "other"
+
+
+@define
+class RowPlan:
+    """A program whose values all have row kinds relative to (rows, d)."""
+
+    rows: int
+    d: int
+    kinds: dict[str, str]
+    reductions: int
+
+
+def classify_rows(program: Program, eqns: list[Eqn], seeds: dict[str, str], rows: int, d: int) -> RowPlan:
+    """Give every value a kind, or decline naming the op that mixes rows."""
+    kinds = dict(seeds)
+    reductions = 0
+    for eqn in eqns:
+        in_kinds = [kinds.get(i, "scalar") if isinstance(i, str) else "scalar" for i in eqn.inputs]
+        out_kind = _kind(eqn.out_shapes[0], rows, d)
+        if "other" in in_kinds or out_kind == "other":
+            raise Declined(f"{eqn.prim} works on a shape {eqn.out_shapes[0]} that is not a row, a row statistic, "
+                           f"a per-column parameter or a scalar of the ({rows}, {d}) row view")
+        if eqn.prim in LAST_AXIS_REDUCTIONS:
+            axes = tuple(eqn.params.get("axes", ()))
+            src = program.shapes[eqn.inputs[0]]
+            if in_kinds[0] != "row" or axes != (len(src) - 1,):
+                raise Declined(f"{eqn.prim} over axes {axes} of {src} mixes rows (only last-axis reductions keep "
+                               "rows independent)")
+            reductions += 1
+        elif eqn.prim not in ELEMENTWISE and eqn.prim not in SHAPE_ONLY:
+            raise Declined(f"the reference uses {eqn.prim}, which the row-wise templates do not emit")
+        if eqn.prim == "reshape" and in_kinds[0] != out_kind and {in_kinds[0], out_kind} != {"rowred"}:
+            if not (in_kinds[0] in ("rowred", "scalar") and out_kind in ("rowred", "scalar")):
+                raise Declined(f"a reshape from {program.shapes[eqn.inputs[0]]} to {eqn.out_shapes[0]} moves data "
+                               "between rows")
+        if len(eqn.outputs) != 1:
+            raise Declined(f"{eqn.prim} has several outputs")
+        kinds[eqn.outputs[0]] = out_kind
+    return RowPlan(rows, d, kinds, reductions)
+
+
+@define
+class Analysis:
+    template: str  # "rowwise" | "matmul_epilogue"
+    program: Program
+    rows: int
+    d: int
+    kinds: dict[str, str]
+    dot: Eqn | None = None
+    reductions: int = 0
+    why: str = ""
+
+    @property
+    def output(self) -> str:
+        return self.program.outputs[0]
+
+
+def analyse(program: Program) -> Analysis:
+    """Choose a template for the program, or raise :class:`Declined` with the reason."""
+    if len(program.outputs) != 1 or not isinstance(program.outputs[0], str):
+        raise Declined(f"the reference returns {len(program.outputs)} outputs; the templates write one")
+    out_shape = program.shapes[program.outputs[0]]
+    dots = [e for e in program.eqns if e.prim == "dot_general"]
+    if any(e.prim == "conv_general_dilated" for e in program.eqns):
+        raise Declined("convolutions are not lowered to matmuls yet")
+    if len(dots) > 1:
+        raise Declined(f"{len(dots)} matmuls (attention-shaped and multi-GEMM computations need their own template)")
+    if not dots:
+        d = out_shape[-1] if out_shape else 1
+        rows = math.prod(out_shape) // d if out_shape else 1
+        seeds = {name: _kind(program.shapes[name], rows, d) for name in program.inputs}
+        plan = classify_rows(program, program.eqns, seeds, rows, d)
+        why = (f"rows are independent: {plan.reductions} reduction(s) over the last axis, the rest elementwise"
+               if plan.reductions else "elementwise: every output element depends on the same element of the inputs")
+        return Analysis("rowwise", program, rows, d, plan.kinds, reductions=plan.reductions, why=why)
+    return _matmul(program, dots[0])
+
+
+def _matmul(program: Program, dot: Eqn) -> Analysis:
+    (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+    lhs, rhs = dot.inputs
+    if lb or rb:
+        raise Declined("a batched matmul (the template handles one (M, K) @ (K, N))")
+    if lhs not in program.inputs or rhs not in program.inputs:
+        raise Declined("the matmul's operands are computed first (a prologue before the matmul is not fused yet)")
+    ls, rs = program.shapes[lhs], program.shapes[rhs]
+    if len(ls) != 2 or len(rs) != 2 or tuple(lc) != (1,) or tuple(rc) != (0,):
+        raise Declined(f"matmul of {ls} and {rs} with contraction {lc}/{rc} is not a plain (M, K) @ (K, N)")
+    m, n = ls[0], rs[1]
+    index = program.eqns.index(dot)
+    before = program.eqns[:index]
+    if before:
+        raise Declined(f"{before[0].prim} runs before the matmul (a prologue is not fused yet)")
+    seeds = {name: _kind(program.shapes[name], m, n) for name in program.inputs if name not in (lhs, rhs)}
+    seeds[dot.outputs[0]] = "row"
+    plan = classify_rows(program, program.eqns[index + 1:], seeds, m, n)
+    why = (f"one matmul ({m}x{ls[1]} @ {ls[1]}x{n}) followed by {len(program.eqns) - index - 1} elementwise or "
+           f"row ops, fused as the epilogue at the last K step")
+    return Analysis("matmul_epilogue", program, m, n, plan.kinds, dot=dot, reductions=plan.reductions, why=why)

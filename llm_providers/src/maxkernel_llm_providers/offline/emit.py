@@ -1,0 +1,76 @@
+"""Python source for a row-view program: one readable line per equation, run on VMEM blocks.
+
+Every value lives in the kernel as a 2-D block: ``row`` values are ``(rows, D)``,
+``rowred`` values ``(rows, 1)``, ``col`` values ``(1, D)``, scalars plain
+numbers or ``(1, 1)``; numpy broadcasting between them is exactly what the
+reference's ``broadcast_in_dim`` did, so shape-only ops become plain
+assignments. Reductions keep their axis (``keepdims=True``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .analysis import Declined, Eqn
+
+BINARY = {"add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
+          "max": "jnp.maximum({0}, {1})", "min": "jnp.minimum({0}, {1})", "pow": "jnp.power({0}, {1})",
+          "atan2": "jnp.arctan2({0}, {1})", "rem": "jnp.remainder({0}, {1})",
+          "eq": "{0} == {1}", "ne": "{0} != {1}", "lt": "{0} < {1}", "le": "{0} <= {1}", "gt": "{0} > {1}",
+          "ge": "{0} >= {1}", "and": "{0} & {1}", "or": "{0} | {1}"}
+UNARY = {"neg": "-{0}", "exp": "jnp.exp({0})", "exp2": "jnp.exp2({0})", "log": "jnp.log({0})",
+         "log1p": "jnp.log1p({0})", "expm1": "jnp.expm1({0})", "tanh": "jnp.tanh({0})",
+         "logistic": "jax.nn.sigmoid({0})", "sqrt": "jnp.sqrt({0})", "rsqrt": "jax.lax.rsqrt({0})",
+         "abs": "jnp.abs({0})", "sign": "jnp.sign({0})", "erf": "jax.lax.erf({0})", "erfc": "jax.lax.erfc({0})",
+         "erf_inv": "jax.lax.erf_inv({0})", "floor": "jnp.floor({0})", "ceil": "jnp.ceil({0})",
+         "round": "jnp.round({0})", "sin": "jnp.sin({0})", "cos": "jnp.cos({0})", "tan": "jnp.tan({0})",
+         "is_finite": "jnp.isfinite({0})", "not": "~{0}", "square": "{0} * {0}", "copy": "{0}", "copy_p": "{0}"}
+REDUCE = {"reduce_sum": "jnp.sum", "reduce_max": "jnp.max", "reduce_min": "jnp.min"}
+
+
+def literal(value: Any) -> str:
+    value = np.asarray(value)
+    if value.dtype == np.bool_:
+        return repr(bool(value))
+    if np.issubdtype(value.dtype, np.integer):
+        return repr(int(value))
+    return repr(float(value))
+
+
+def emit(eqns: list[Eqn], names: dict[str, str], indent: str = "    ") -> list[str]:
+    """Lines computing each equation's output; ``names`` maps values to Python names (extended here)."""
+
+    def ref(x: Any) -> str:
+        return names[x] if isinstance(x, str) else literal(x)
+
+    lines = []
+    for eqn in eqns:
+        out = eqn.outputs[0]
+        names[out] = out
+        args = [eqn.literal_exprs.get(i) or ref(x) for i, x in enumerate(eqn.inputs)]
+        p = eqn.prim
+        if p in BINARY:
+            expr = BINARY[p].format(*args)
+        elif p in UNARY:
+            expr = UNARY[p].format(*args)
+        elif p == "integer_pow":
+            expr = f"{args[0]} ** {int(eqn.params['y'])}"
+        elif p == "convert_element_type":
+            expr = f"{args[0]}.astype(jnp.{np.dtype(eqn.params['new_dtype']).name})"
+        elif p == "select_n":
+            expr = f"jnp.where({args[0]}, {args[2]}, {args[1]})" if len(args) == 3 else \
+                f"jax.lax.select_n({', '.join(args)})"
+        elif p == "clamp":
+            expr = f"jnp.clip({args[1]}, {args[0]}, {args[2]})"
+        elif p in REDUCE:
+            expr = f"{REDUCE[p]}({args[0]}, axis=-1, keepdims=True)"
+        elif p in ("argmax", "argmin"):
+            expr = f"jnp.{p}({args[0]}, axis=-1, keepdims=True).astype(jnp.{np.dtype(eqn.params['index_dtype']).name})"
+        elif p in ("broadcast_in_dim", "reshape", "squeeze", "expand_dims"):
+            expr = args[0]  # blocks broadcast by numpy rules; row statistics keep their axis
+        else:
+            raise Declined(f"no emitter for {p}")
+        lines.append(f"{indent}{out} = {expr}")
+    return lines

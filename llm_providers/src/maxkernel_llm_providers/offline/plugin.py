@@ -1,0 +1,170 @@
+"""The offline provider's plugin: a provider entry plus the three roles, answered when it is selected."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Any
+
+from maxkernel_core import Candidate, LLMProvider, Plan, Provenance, Readiness, hookimpl
+from maxkernel_core.errors import MaxKernelError, PluginError
+from maxkernel_core.llm import LLMError
+
+# The orchestrator only traces references here; never let it claim a TPU the workers need.
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+
+NAME = "offline"
+_lock = threading.Lock()
+
+
+class OfflineDeclined(MaxKernelError):
+    """The synthesizer has no template for this computation; the message says why."""
+
+    exit_code = 1
+
+
+class OfflineProvider(LLMProvider):
+    name = NAME
+
+    def readiness(self) -> Readiness:
+        try:
+            import maxkernel_tpu_pallas  # noqa: F401
+        except ImportError:
+            return Readiness(False, "the offline synthesizer writes TPU Pallas kernels: install maxkernel-tpu-pallas")
+        return Readiness(True)
+
+    def complete(self, request):
+        raise LLMError("the offline provider answers the plan, implement and debug roles itself and takes no "
+                       "prompts: use it with the built-in roles, or choose a model provider for this role")
+
+
+@hookimpl
+def register_llm_providers(register):
+    register(OfflineProvider)
+
+
+def _selected(ctx, role: str) -> bool:
+    try:
+        return ctx.llm_for(role).provider.name == NAME
+    except PluginError:
+        return False
+
+
+def synthesis(task, ctx) -> dict[str, Any]:
+    """Analysis, dtype and ranked parameter points for the task, computed once per run."""
+    with _lock:
+        if "offline" in ctx.extras:
+            return ctx.extras["offline"]
+        from maxkernel_tpu_pallas.judge import inputs as task_inputs
+        from maxkernel_tpu_pallas.profiling.costmodel import generation_constants
+        from maxkernel_tpu_pallas.targets import tpu_info
+
+        from .analysis import Declined, analyse, bind_size_literals, trace_reference
+        from .space import rank
+
+        meta = task.metadata
+        module = task_inputs.load_module(meta["module"], f"maxkernel_offline_ref_{abs(hash(meta['module']))}")
+        shapes, static = task_inputs.abstract_full(module, meta)
+        fn = getattr(module, meta["entry"])
+        try:
+            analysis = analyse(trace_reference(fn, shapes, static))
+            if "small" in task.sizes:  # find the constants that depend on the size (jnp.mean's 1/D)
+                small = analyse(trace_reference(fn, *task_inputs.abstract_full(module, meta, size="small")))
+                bind_size_literals(analysis.program, small.program, dims(analysis), dims(small))
+        except Declined as exc:
+            raise OfflineDeclined(f"the offline synthesizer has no template for task {task.id}: {exc}") from exc
+        lead = analysis.dot.inputs[0] if analysis.dot else analysis.program.inputs[0]
+        dtype = analysis.program.dtypes[lead]
+        info = tpu_info(ctx.config.target)
+        chip = {k: getattr(info, k) for k in ("mem_bw_bytes_per_second", "bf16_ops_per_second", "int8_ops_per_second",
+                                              "fp8_ops_per_second", "mxu_column_size", "num_mxus")}
+        chip["cores_per_device"] = 1  # conservative: the orchestrator never opens a TPU topology
+        limit = min(int(info.vmem_capacity_bytes * 3 // 4),
+                    max(generation_constants(ctx.config.target)["vmem"]["default_scoped_limit_bytes"], 64 << 20))
+        ranked = rank(analysis, dtype, chip, ctx.config.target, limit)
+        ctx.extras["offline"] = {"analysis": analysis, "dtype": dtype, "ranked": ranked, "n_dynamic": len(shapes)}
+        return ctx.extras["offline"]
+
+
+def dims(analysis) -> dict[str, int]:
+    """The sizes a generated kernel knows by name: rows and d, or m, n and k."""
+    if analysis.template == "rowwise":
+        return {"d": analysis.d, "rows": analysis.rows}
+    m, k = analysis.program.shapes[analysis.dot.inputs[0]]
+    return {"m": m, "n": analysis.d, "k": k}
+
+
+def _key(params: dict[str, Any]) -> str:
+    return json.dumps(params, sort_keys=True)
+
+
+@hookimpl
+def agent_plan(task, history, ctx):
+    if not _selected(ctx, "plan"):
+        return None
+    from .space import neighbours
+
+    s = synthesis(task, ctx)
+    analysis, ranked = s["analysis"], s["ranked"]
+    estimates = {_key(p): est for p, est in ranked}
+    tried = {_key(a.candidate.parameters) for a in history}
+    ok = [a for a in history if a.evaluation.ok]
+    move, point = "the cost model's best point", None
+    if ok:  # local search around the best verified kernel, best estimate first
+        best = min(ok, key=lambda a: estimates.get(_key(a.candidate.parameters), ranked[-1][1]).seconds)
+        options = [(m, p) for m, p in neighbours(analysis, best.candidate.parameters, s["dtype"]) if _key(p) not in tried]
+        options.sort(key=lambda mp: estimates[_key(mp[1])].seconds if _key(mp[1]) in estimates else float("inf"))
+        if options:
+            move, point = options[0]
+    if point is None:
+        untried = [p for p, _ in ranked if _key(p) not in tried]
+        if not untried:
+            return None  # the whole space has been tried
+        point = untried[0]
+        move = move if not history else "the next point of the cost model's ranking"
+    est = estimates[_key(point)]
+    summary = (f"Template {analysis.template}: {analysis.why}. Parameters {point} ({move}); estimated "
+               f"{est.seconds * 1e6:,.1f} us, {est.bound}-bound, VMEM {est.kernels[0].vmem_bytes / 2**20:.1f} MiB "
+               "(cost-model estimate).")
+    return Plan(task.id, summary, {"template": analysis.template, "why": analysis.why, "move": move},
+                dict(point), author=NAME)
+
+
+@hookimpl
+def agent_implement(task, plan, ctx):
+    if not _selected(ctx, "implement"):
+        return None
+    from .templates import matmul_module, rowwise_module
+
+    s = synthesis(task, ctx)
+    analysis = s["analysis"]
+    write = rowwise_module if analysis.template == "rowwise" else matmul_module
+    code = write(analysis, task.id, dict(plan.parameters), s["dtype"], s["n_dynamic"])
+    return Candidate(task.id, code, dict(plan.parameters), provenance=Provenance(
+        role="implement", provider=NAME, model=analysis.template, strategy=ctx.config.strategy,
+        transformation=plan.decisions.get("move", ""), plan_id=plan.id))
+
+
+@hookimpl
+def agent_debug(task, candidate, evaluation, attempts, ctx):
+    if not _selected(ctx, "debug"):
+        return None
+    from .space import shrink_largest
+
+    s = synthesis(task, ctx)
+    error = (evaluation.details.get("compile") or {}).get("error") or {}
+    over_vmem = error.get("kind") == "vmem_overflow" or not (evaluation.details.get("cost_model") or {}).get("fits_vmem", True)
+    if evaluation.status.value != "compile_error" or not over_vmem:
+        return None  # the templates are exact by construction: nothing else is a parameter problem
+    point = shrink_largest(s["analysis"], candidate.parameters, s["dtype"])
+    if point is None:
+        return None
+    from .templates import matmul_module, rowwise_module
+
+    write = rowwise_module if s["analysis"].template == "rowwise" else matmul_module
+    code = write(s["analysis"], task.id, point, s["dtype"], s["n_dynamic"])
+    return Candidate(task.id, code, point, parent_id=candidate.id, provenance=Provenance(
+        role="debug", provider=NAME, model=s["analysis"].template, strategy=ctx.config.strategy,
+        transformation="VMEM overflow: halve the largest block"))

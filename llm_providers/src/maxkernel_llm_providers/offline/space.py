@@ -1,0 +1,136 @@
+"""Each template's parameter space: legal points, a default chosen by the cost model, neighbours for search.
+
+Points are dicts of the module's constants. Every value is a power of two
+times the tile alignment, and the generated module re-derives legal block
+sizes from the actual shapes (``_block``), so no point can yield an illegal
+block; the cost model (``maxkernel_tpu_pallas.profiling``) ranks the points
+at full size and flags the ones that overflow VMEM.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .analysis import Analysis
+from .templates import sublane_align
+
+POWERS = [2 ** i for i in range(3, 14)]  # 8 .. 8192
+
+
+def legal_block(n: int, target: int, align: int) -> int:
+    """What the generated ``_block`` picks: the largest aligned divisor of n not above target, else n."""
+    b = min(target, n) // align * align
+    while b >= align:
+        if n % b == 0:
+            return b
+        b -= align
+    return n
+
+
+def _itemsize(dtype: str) -> int:
+    return 2 if dtype in ("bfloat16", "float16") else 1 if "8" in dtype and "float" in dtype or dtype == "int8" else 4
+
+
+def space(a: Analysis, dtype: str) -> dict[str, list[int]]:
+    align = sublane_align(dtype)
+    if a.template == "rowwise":
+        return {"BLOCK_ROWS": [p for p in POWERS if align <= p <= max(a.rows, align)]}
+    (m, k), n = a.program.shapes[a.dot.inputs[0]], a.d
+    return {
+        "BLOCK_M": [p for p in POWERS if align <= p <= max(m, align) and p <= 2048],
+        "BLOCK_N": [n] if a.reductions else [p for p in POWERS if 128 <= p <= max(n, 128) and p <= 4096],
+        "BLOCK_K": [p for p in POWERS if 128 <= p <= max(k, 128) and p <= 4096],
+    }
+
+
+def _fixed(a: Analysis, vmem_limit: int) -> dict[str, int]:
+    return {"FULL_ROWS": int(bool(a.reductions)), "VMEM_LIMIT_BYTES": vmem_limit} if a.template != "rowwise" else {}
+
+
+def describe(a: Analysis, point: dict[str, int], dtype: str) -> dict[str, Any]:
+    """The kernel description the cost model reads, built analytically for this template's index maps."""
+    size = _itemsize(dtype)
+    shapes = a.program.shapes
+    align = sublane_align(dtype)
+    if a.template == "rowwise":
+        br = legal_block(a.rows, point["BLOCK_ROWS"], align)
+        steps = a.rows // br
+        operands = []
+        for name in [*a.program.inputs, a.output]:
+            kind = a.kinds.get(name, "scalar")
+            block = {"row": [br, a.d], "col": [1, a.d], "rowred": [br, 1], "scalar": [1, 1]}[kind]
+            moving = kind in ("row", "rowred")
+            operands.append({"role": "output" if name == a.output else "input", "index": 0,
+                             "array_shape": [a.rows if moving else 1, block[1]], "block_shape": block,
+                             "dtype": dtype, "itemsize": size, "buffers": 2, "pipelined": True,
+                             "changes": steps - 1 if moving else 0, "depends_on": [moving]})
+        ops = len(a.program.eqns)
+        return {"name": "rowwise", "grid": [steps], "steps": steps, "dimension_semantics": ["parallel"],
+                "vmem_limit_bytes": None, "operands": operands, "scratch": [],
+                "body": {"dots": [], "elementwise": ops * br * a.d, "transcendental": 0}, "repeat": 1}
+    (m, k), n = shapes[a.dot.inputs[0]], a.d
+    bm = legal_block(m, point["BLOCK_M"], align)
+    bn = n if a.reductions else legal_block(n, point["BLOCK_N"], 128)
+    bk = legal_block(k, point["BLOCK_K"], 128)
+    gi, gj, gk = m // bm, n // bn, k // bk
+    steps = gi * gj * gk
+
+    def op(role, array, block, changes, depends):
+        return {"role": role, "index": 0, "array_shape": array, "block_shape": block, "dtype": dtype,
+                "itemsize": size, "buffers": 2, "pipelined": True, "changes": changes, "depends_on": depends}
+
+    operands = [op("input", [m, k], [bm, bk], steps - 1 if gk > 1 or gj > 1 else gi - 1, [True, False, True]),
+                op("input", [k, n], [bk, bn], steps - 1 if gk > 1 or gi > 1 else gj - 1, [False, True, True]),
+                op("output", [m, n], [bm, bn], gi * gj - 1, [True, True, False])]
+    epilogue_ops = len(a.program.eqns) - a.program.eqns.index(a.dot) - 1
+    return {"name": "matmul_epilogue", "grid": [gi, gj, gk], "steps": steps,
+            "dimension_semantics": ["parallel", "parallel", "arbitrary"], "vmem_limit_bytes": point.get("VMEM_LIMIT_BYTES"),
+            "operands": operands, "scratch": [{"shape": [bm, bn], "dtype": "float32", "itemsize": 4}],
+            "body": {"dots": [{"m": bm, "n": bn, "k": bk, "batch": 1, "dtype": dtype, "count": 1}],
+                     "elementwise": bm * bn + epilogue_ops * bm * bn // max(gk, 1), "transcendental": 0},
+            "repeat": 1}
+
+
+def rank(a: Analysis, dtype: str, chip: dict[str, Any], target: str, vmem_limit: int):
+    """Every point of the space with its estimate, fastest first; points over VMEM last."""
+    from maxkernel_tpu_pallas.profiling.costmodel import estimate
+
+    keys = list(space(a, dtype))
+    points = [dict(zip(keys, values)) for values in _product([space(a, dtype)[k] for k in keys])]
+    ranked = []
+    for point in points:
+        point = {**point, **_fixed(a, vmem_limit)}
+        est = estimate([describe(a, point, dtype)], chip, target)
+        ranked.append((not est.fits_vmem, est.seconds, point, est))
+    ranked.sort(key=lambda r: (r[0], r[1]))
+    return [(point, est) for _, _, point, est in ranked]
+
+
+def _product(lists: list[list[int]]) -> list[tuple[int, ...]]:
+    out = [()]
+    for values in lists:
+        out = [prefix + (v,) for prefix in out for v in values]
+    return out
+
+
+def neighbours(a: Analysis, point: dict[str, int], dtype: str) -> list[tuple[str, dict[str, int]]]:
+    """Single moves: double or halve one block constant, staying inside the space."""
+    moves = []
+    for key, values in space(a, dtype).items():
+        if len(values) < 2 or key not in point:
+            continue
+        i = values.index(point[key]) if point[key] in values else 0
+        for j, label in ((i + 1, "double"), (i - 1, "halve")):
+            if 0 <= j < len(values):
+                moves.append((f"{label} {key}", {**point, key: values[j]}))
+    return moves
+
+
+def shrink_largest(a: Analysis, point: dict[str, int], dtype: str) -> dict[str, int] | None:
+    """The debugger's answer to a VMEM overflow: halve the largest block constant that can shrink."""
+    options = [(point[k], k, v) for k, v in space(a, dtype).items() if k in point and v.index(point[k]) > 0
+               if point[k] in v]
+    if not options:
+        return None
+    _, key, values = max(options)
+    return {**point, key: values[values.index(point[key]) - 1]}
