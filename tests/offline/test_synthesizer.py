@@ -1,0 +1,110 @@
+"""The offline synthesizer: templates that pass the judge's whole cascade, reasons when it declines, repairs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from maxkernel_core import EvalStatus, Plan, RunConfig
+from maxkernel_core.config import Settings
+from maxkernel_core.llm import LLMError
+from maxkernel_core.llm_roles import resolve_role_llms
+from maxkernel_core.plugins import get_plugin_manager
+from maxkernel_core.session import RunSession
+from maxkernel_core.store import RunStore
+
+from maxkernel_llm_providers.offline.plugin import OfflineDeclined, OfflineProvider
+from maxkernel_llm_providers.offline.space import legal_block
+
+from ..tpu_pallas.conftest import TASKS
+
+
+def offline_session(tmp_path, task_path, target="v5e"):
+    settings = Settings()
+    settings.run.provider = "offline"
+    pm = get_plugin_manager()
+    backend = pm.registries.get("backend", "tpu_pallas").cls(settings)
+    task = backend.load_task(task_path)
+    llms = resolve_role_llms(pm.registries, settings)
+    return RunSession(pm, RunStore(tmp_path / "runs.db"), task, RunConfig(task.id, "test", "offline", target=target),
+                      backend, llms=llms), backend
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task_name, template", [("rmsnorm", "rowwise"), ("matmul_bias_gelu", "matmul_epilogue")])
+@pytest.mark.parametrize("target", ["v5e", "v6e"])
+def test_template_writes_a_kernel_that_passes_the_cascade(tmp_path, task_name, template, target):
+    session, backend = offline_session(tmp_path, TASKS / task_name, target)
+    try:
+        plan = session.plan()
+        assert plan.decisions["template"] == template and "estimate" in plan.summary
+        candidate = session.implement(plan)
+        assert f"template: {template}" in candidate.code and "_kernel(" in candidate.code
+        for name, value in plan.parameters.items():
+            assert f"{name} = {value}" in candidate.code  # the chosen parameters, as constants at the top
+        verdict = session.evaluate(candidate)
+        assert verdict.status is EvalStatus.OK, verdict.reason
+        assert verdict.details["compile"]["device_kind"].startswith(f"TPU v{target[1]}")
+    finally:
+        backend.close()
+
+
+def _task(tmp_path, body: str) -> Path:
+    folder = tmp_path / "task"
+    folder.mkdir()
+    (folder / "kernel_task.yaml").write_text("task_id: declined\natol: 0.01\nrtol: 0.01\n")
+    (folder / "reference.py").write_text(
+        "import jax\nimport jax.numpy as jnp\n\n"
+        "def get_inputs(dtype=jnp.float32):\n"
+        "    k = jax.random.key(0)\n"
+        "    return (jax.random.normal(k, (8, 16, 32, 32), dtype), jax.random.normal(k, (16, 16, 3, 3), dtype)), ()\n\n"
+        f"def computation(x, w):\n    {body}\n")
+    return folder
+
+
+@pytest.mark.parametrize("body, reason", [
+    ("return jax.lax.conv(x, w, (1, 1), 'SAME')", "convolutions are not lowered to matmuls yet"),
+    ("return jnp.sum(x, axis=0)", "not a row, a row statistic"),
+])
+def test_declines_with_the_reason(tmp_path, body, reason):
+    session, backend = offline_session(tmp_path, _task(tmp_path, body))
+    try:
+        with pytest.raises(OfflineDeclined, match=f"no template for task declined: .*{reason}"):
+            session.plan()
+    finally:
+        backend.close()
+
+
+@pytest.mark.slow
+def test_debugger_repairs_a_real_vmem_overflow(tmp_path):
+    session, backend = offline_session(tmp_path, TASKS / "matmul")
+    try:
+        session.plan()  # analysis and ranking
+        oversized = Plan(session.task.id, "too big on purpose", {"template": "matmul_epilogue"},
+                         {"BLOCK_M": 2048, "BLOCK_N": 2048, "BLOCK_K": 4096, "FULL_ROWS": 0,
+                          "VMEM_LIMIT_BYTES": 16 << 20})
+        candidate = session.implement(oversized)
+        verdict = session.evaluate(candidate)
+        assert verdict.status is EvalStatus.COMPILE_ERROR and "vmem" in verdict.reason.lower()
+        fixed = session.repair(candidate, verdict, max_attempts=6)
+        assert fixed.evaluation.ok, fixed.evaluation.reason
+        assert fixed.candidate.parameters["BLOCK_K"] <= 4096 and fixed.candidate.provenance.role == "debug"
+        assert "halve the largest block" in fixed.candidate.provenance.transformation
+    finally:
+        backend.close()
+
+
+@given(n=st.integers(1, 1 << 16), target=st.sampled_from([2 ** i for i in range(3, 14)]),
+       align=st.sampled_from([8, 16, 32, 128]))
+def test_blocks_are_always_legal(n, target, align):
+    """Whatever the shape, a block divides its dim and is aligned to the tile, or is the whole dim."""
+    b = legal_block(n, target, align)
+    assert n % b == 0 and (b == n or (b % align == 0 and b <= target))
+
+
+def test_the_offline_provider_takes_no_prompts():
+    assert OfflineProvider().readiness().ready
+    with pytest.raises(LLMError, match="answers the plan, implement and debug roles itself"):
+        OfflineProvider().complete(None)
