@@ -108,3 +108,28 @@ def test_the_offline_provider_takes_no_prompts():
     assert OfflineProvider().readiness().ready
     with pytest.raises(LLMError, match="answers the plan, implement and debug roles itself"):
         OfflineProvider().complete(None)
+
+
+@pytest.mark.slow
+def test_batch_fallback_handles_batched_attention_scores_after_a_vmem_repair(tmp_path):
+    """q k^T softmax per batch: no specific template, a batch axis proven independent; the first block
+    overflows VMEM on the real compiler (the model does not see the kernel's intermediates) and the
+    debugger halves it."""
+    session, backend = offline_session(tmp_path, Path(__file__).parent / "tasks" / "batched_scores")
+    try:
+        plan = session.plan()
+        assert plan.decisions["template"] == "batch" and "proven independent" in plan.decisions["why"]
+        candidate = session.implement(plan)
+        final = session.repair(candidate, session.evaluate(candidate), max_attempts=6)
+        assert final.evaluation.ok, final.evaluation.reason
+    finally:
+        backend.close()
+
+
+def test_batch_fallback_declines_when_blocks_would_mix(tmp_path):
+    session, backend = offline_session(tmp_path, _task(tmp_path, "return x - jnp.mean(x, axis=0, keepdims=True)"))
+    try:
+        with pytest.raises(OfflineDeclined, match="no batch fallback: reduce_sum moves or mixes data across the leading"):
+            session.plan()
+    finally:
+        backend.close()

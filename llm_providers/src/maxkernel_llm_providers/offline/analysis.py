@@ -210,7 +210,28 @@ class Analysis:
 
 
 def analyse(program: Program) -> Analysis:
-    """Choose a template for the program, or raise :class:`Declined` with the reason."""
+    """Choose a template for the program, or raise :class:`Declined` with the reason.
+
+    The specific templates are tried first; when none fits, the fallback runs the
+    whole computation per block of a batch axis proven independent.
+    """
+    try:
+        return _specific(program)
+    except Declined as specific:
+        from .batch import batched_inputs
+
+        try:
+            batched = batched_inputs(program)
+        except Declined as fallback:
+            raise Declined(f"{specific}; and no batch fallback: {fallback}") from None
+        out = program.shapes[program.outputs[0]]
+        kinds = {name: "batch" if b else "whole" for name, b in zip(program.inputs, batched)}
+        return Analysis("batch", program, out[0], 0, kinds,
+                        why=f"no specific template fits ({specific}); the leading axis (extent {out[0]}) is proven "
+                            "independent, so each grid step runs the whole computation on a block of it")
+
+
+def _specific(program: Program) -> Analysis:
     if len(program.outputs) != 1 or not isinstance(program.outputs[0], str):
         raise Declined(f"the reference returns {len(program.outputs)} outputs; the templates write one")
     out_shape = program.shapes[program.outputs[0]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from pathlib import Path
 from typing import Any
 
 from maxkernel_core import Candidate, LLMProvider, Plan, Provenance, Readiness, hookimpl
@@ -70,12 +71,14 @@ def synthesis(task, ctx) -> dict[str, Any]:
         fn = getattr(module, meta["entry"])
         try:
             analysis = analyse(trace_reference(fn, shapes, static))
-            if "small" in task.sizes:  # find the constants that depend on the size (jnp.mean's 1/D)
+            if "small" in task.sizes and analysis.template != "batch":  # constants that depend on the size (1/D)
                 small = analyse(trace_reference(fn, *task_inputs.abstract_full(module, meta, size="small")))
                 bind_size_literals(analysis.program, small.program, dims(analysis), dims(small))
         except Declined as exc:
             raise OfflineDeclined(f"the offline synthesizer has no template for task {task.id}: {exc}") from exc
         lead = analysis.dot.inputs[0] if analysis.dot else analysis.program.inputs[0]
+        if analysis.template == "batch":
+            lead = analysis.output
         dtype = analysis.program.dtypes[lead]
         info = tpu_info(ctx.config.target)
         chip = {k: getattr(info, k) for k in ("mem_bw_bytes_per_second", "bf16_ops_per_second", "int8_ops_per_second",
@@ -84,7 +87,8 @@ def synthesis(task, ctx) -> dict[str, Any]:
         limit = min(int(info.vmem_capacity_bytes * 3 // 4),
                     max(generation_constants(ctx.config.target)["vmem"]["default_scoped_limit_bytes"], 64 << 20))
         ranked = rank(analysis, dtype, chip, ctx.config.target, limit)
-        ctx.extras["offline"] = {"analysis": analysis, "dtype": dtype, "ranked": ranked, "n_dynamic": len(shapes)}
+        ctx.extras["offline"] = {"analysis": analysis, "dtype": dtype, "ranked": ranked, "n_dynamic": len(shapes),
+                                 "source": Path(meta["module"]).read_text(), "entry": meta["entry"]}
         return ctx.extras["offline"]
 
 
@@ -94,6 +98,16 @@ def dims(analysis) -> dict[str, int]:
         return {"d": analysis.d, "rows": analysis.rows}
     m, k = analysis.program.shapes[analysis.dot.inputs[0]]
     return {"m": m, "n": analysis.d, "k": k}
+
+
+def write_module(s: dict[str, Any], task_id: str, params: dict[str, Any]) -> str:
+    from .templates import batch_module, matmul_module, rowwise_module
+
+    a = s["analysis"]
+    if a.template == "batch":
+        return batch_module(a, task_id, params, s["source"], s["entry"], s["n_dynamic"])
+    write = rowwise_module if a.template == "rowwise" else matmul_module
+    return write(a, task_id, params, s["dtype"], s["n_dynamic"])
 
 
 def _key(params: dict[str, Any]) -> str:
@@ -136,12 +150,9 @@ def agent_plan(task, history, ctx):
 def agent_implement(task, plan, ctx):
     if not _selected(ctx, "implement"):
         return None
-    from .templates import matmul_module, rowwise_module
-
     s = synthesis(task, ctx)
     analysis = s["analysis"]
-    write = rowwise_module if analysis.template == "rowwise" else matmul_module
-    code = write(analysis, task.id, dict(plan.parameters), s["dtype"], s["n_dynamic"])
+    code = write_module(s, task.id, dict(plan.parameters))
     return Candidate(task.id, code, dict(plan.parameters), provenance=Provenance(
         role="implement", provider=NAME, model=analysis.template, strategy=ctx.config.strategy,
         transformation=plan.decisions.get("move", ""), plan_id=plan.id))
@@ -161,10 +172,7 @@ def agent_debug(task, candidate, evaluation, attempts, ctx):
     point = shrink_largest(s["analysis"], candidate.parameters, s["dtype"])
     if point is None:
         return None
-    from .templates import matmul_module, rowwise_module
-
-    write = rowwise_module if s["analysis"].template == "rowwise" else matmul_module
-    code = write(s["analysis"], task.id, point, s["dtype"], s["n_dynamic"])
+    code = write_module(s, task.id, point)
     return Candidate(task.id, code, point, parent_id=candidate.id, provenance=Provenance(
         role="debug", provider=NAME, model=s["analysis"].template, strategy=ctx.config.strategy,
         transformation="VMEM overflow: halve the largest block"))

@@ -35,6 +35,8 @@ def space(a: Analysis, dtype: str) -> dict[str, list[int]]:
     align = sublane_align(dtype)
     if a.template == "rowwise":
         return {"BLOCK_ROWS": [p for p in POWERS if align <= p <= max(a.rows, align)]}
+    if a.template == "batch":
+        return {"BLOCK_B": [p for p in [1, 2, 4, *POWERS] if p <= a.rows]}
     (m, k), n = a.program.shapes[a.dot.inputs[0]], a.d
     return {
         "BLOCK_M": [p for p in POWERS if align <= p <= max(m, align) and p <= 2048],
@@ -44,7 +46,11 @@ def space(a: Analysis, dtype: str) -> dict[str, list[int]]:
 
 
 def _fixed(a: Analysis, vmem_limit: int) -> dict[str, int]:
-    return {"FULL_ROWS": int(bool(a.reductions)), "VMEM_LIMIT_BYTES": vmem_limit} if a.template != "rowwise" else {}
+    if a.template == "rowwise":
+        return {}
+    if a.template == "batch":
+        return {"VMEM_LIMIT_BYTES": vmem_limit}
+    return {"FULL_ROWS": int(bool(a.reductions)), "VMEM_LIMIT_BYTES": vmem_limit}
 
 
 def describe(a: Analysis, point: dict[str, int], dtype: str) -> dict[str, Any]:
@@ -68,6 +74,8 @@ def describe(a: Analysis, point: dict[str, int], dtype: str) -> dict[str, Any]:
         return {"name": "rowwise", "grid": [steps], "steps": steps, "dimension_semantics": ["parallel"],
                 "vmem_limit_bytes": None, "operands": operands, "scratch": [],
                 "body": {"dots": [], "elementwise": ops * br * a.d, "transcendental": 0}, "repeat": 1}
+    if a.template == "batch":
+        return _describe_batch(a, point)
     (m, k), n = shapes[a.dot.inputs[0]], a.d
     bm = legal_block(m, point["BLOCK_M"], align)
     bn = n if a.reductions else legal_block(n, point["BLOCK_N"], 128)
@@ -89,6 +97,26 @@ def describe(a: Analysis, point: dict[str, int], dtype: str) -> dict[str, Any]:
             "body": {"dots": [{"m": bm, "n": bn, "k": bk, "batch": 1, "dtype": dtype, "count": 1}],
                      "elementwise": bm * bn + epilogue_ops * bm * bn // max(gk, 1), "transcendental": 0},
             "repeat": 1}
+
+
+def _describe_batch(a: Analysis, point: dict[str, int]) -> dict[str, Any]:
+    """Blocks of the batch axis for batched operands, whole arrays for the rest; the body's work is not
+    modelled (the ranking is by traffic, VMEM fit and step count)."""
+    batch = a.rows
+    bb = legal_block(batch, point["BLOCK_B"], 1)
+    steps = batch // bb
+    operands = []
+    for name in [*a.program.inputs, a.output]:
+        shape = list(a.program.shapes[name])
+        dtype = a.program.dtypes[name]
+        batched = name == a.output or a.kinds.get(name) == "batch"
+        block = [bb, *shape[1:]] if batched else shape
+        operands.append({"role": "output" if name == a.output else "input", "index": 0, "array_shape": shape,
+                         "block_shape": block or [1], "dtype": dtype, "itemsize": _itemsize(dtype), "buffers": 2,
+                         "pipelined": True, "changes": steps - 1 if batched else 0, "depends_on": [batched]})
+    return {"name": "batch", "grid": [steps], "steps": steps, "dimension_semantics": ["parallel"],
+            "vmem_limit_bytes": point.get("VMEM_LIMIT_BYTES"), "operands": operands, "scratch": [],
+            "body": {"dots": [], "elementwise": 0, "transcendental": 0}, "repeat": 1}
 
 
 def rank(a: Analysis, dtype: str, chip: dict[str, Any], target: str, vmem_limit: int):

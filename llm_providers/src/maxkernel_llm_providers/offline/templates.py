@@ -9,6 +9,8 @@ runs at the small size for correctness and at the full size for the compiler.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .analysis import Analysis
@@ -185,3 +187,47 @@ def matmul_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str,
              f"    )(x, w{''.join(', ' + v for v in views)})",
              f"    return out.reshape({_output_shape_expr(a, 'x')})", ""]
     return "\n".join(lines)
+
+
+def batch_module(a: Analysis, task_id: str, params: dict[str, int], reference_source: str, entry: str,
+                 n_dynamic: int) -> str:
+    """The fallback: the reference itself, fused whole into one kernel gridded over the batch axis."""
+    renamed = re.sub(rf"^def {entry}\(", "def _reference(", reference_source, flags=re.M)
+    args = [f"a{i}" for i in range(n_dynamic)]
+    kinds = [a.kinds[name] for name in a.program.inputs]
+    ranks = [len(a.program.shapes[name]) for name in a.program.inputs]
+    specs = []
+    for arg, kind, rank in zip(args, kinds, ranks):
+        zeros = ", ".join(["0"] * (rank - 1))
+        if kind == "batch":
+            specs.append(f"pl.BlockSpec((bb,) + {arg}.shape[1:], lambda i: (i, {zeros}))" if rank > 1
+                         else f"pl.BlockSpec((bb,), lambda i: (i,))")
+        else:
+            specs.append(f"pl.BlockSpec({arg}.shape, lambda i: ({', '.join(['0'] * rank)}{',' if rank == 1 else ''}))")
+    out_rank = len(a.program.shapes[a.output])
+    out_zeros = ", ".join(["0"] * (out_rank - 1))
+    align = max([8 if rank == 2 else 1 for rank, kind in zip(ranks, kinds) if kind == "batch"] +
+                [8 if out_rank == 2 else 1])
+    header = HEADER.format(
+        title=f"Whole-computation Pallas TPU kernel for {task_id}, gridded over its batch axis.",
+        template="batch", task_id=task_id, why=f"Why: {a.why}.", params=params, constants=_constants(params))
+    return "\n".join([
+        header, "",
+        "# --- the reference computation, fused whole into the kernel (from the task's reference.py) ---",
+        renamed.strip(), "# --- end of the reference ---", "", "",
+        "def _batch_kernel(*refs, static):",
+        "    \"\"\"One block of the batch axis: load every operand, run the whole computation, store.\"\"\"",
+        "    *in_refs, out_ref = refs",
+        "    out_ref[...] = _reference(*[r[...] for r in in_refs], *static).astype(out_ref.dtype)", "", "",
+        f"def computation({', '.join(args)}, *static):",
+        "    out_aval = jax.eval_shape(lambda *d: _reference(*d, *static), " + ", ".join(args) + ")",
+        "    batch = out_aval.shape[0]",
+        f"    bb = _block(batch, BLOCK_B, {align})",
+        "    return pl.pallas_call(",
+        "        functools.partial(_batch_kernel, static=static),",
+        "        out_shape=jax.ShapeDtypeStruct(out_aval.shape, out_aval.dtype),",
+        "        grid=(batch // bb,),",
+        f"        in_specs=[{', '.join(specs)}],",
+        f"        out_specs=pl.BlockSpec((bb,) + out_aval.shape[1:], lambda i: (i, {out_zeros})),",
+        "        compiler_params=pltpu.CompilerParams(dimension_semantics=(\"parallel\",), vmem_limit_bytes=VMEM_LIMIT_BYTES),",
+        f"    )({', '.join(args)})", ""])
