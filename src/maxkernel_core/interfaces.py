@@ -140,6 +140,9 @@ class LLMProvider(abc.ABC):
     name: ClassVar[str]
     #: Environment variables any one of which makes the provider ready (empty: none needed).
     key_env_vars: ClassVar[tuple[str, ...]] = ()
+    #: False for a provider that answers the roles itself (its own role hooks) and takes no prompts:
+    #: the prompt-based sub-agents then leave those roles to it.
+    takes_prompts: ClassVar[bool] = True
 
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings

@@ -35,6 +35,11 @@ def _shared(task, ctx) -> dict[str, str]:
     return {"task": ctx.extras["task_prompt"], "knowledge": ctx.extras["knowledge"], "task_id": task.id}
 
 
+def _prompted(ctx, role: str) -> bool:
+    """Whether this role's provider takes prompts (the offline synthesizer answers roles itself)."""
+    return ctx.llm_for(role).provider.takes_prompts
+
+
 def _ask(ctx, role: str, prompt: str, shared: dict[str, str]):
     system = template("system").safe_substitute(shared)
     request = LLMRequest((LLMMessage("system", system), LLMMessage("user", prompt)), role=role)
@@ -67,7 +72,9 @@ def _profile_text(profile) -> str:
 
 
 @hookimpl(trylast=True)
-def agent_plan(task, history, ctx) -> Plan:
+def agent_plan(task, history, ctx) -> Plan | None:
+    if not _prompted(ctx, "plan"):
+        return None
     shared = _shared(task, ctx)
     prompt = template("plan").safe_substitute(shared, history=_history(history), profile=_profile_text(ctx.profile))
     reply = _ask(ctx, "plan", prompt, shared)
@@ -79,7 +86,9 @@ def agent_plan(task, history, ctx) -> Plan:
 
 
 @hookimpl(trylast=True)
-def agent_implement(task, plan, ctx) -> Candidate:
+def agent_implement(task, plan, ctx) -> Candidate | None:
+    if not _prompted(ctx, "implement"):
+        return None
     shared = _shared(task, ctx)
     plan_text = plan.summary + ("\n\n" + "\n".join(f"- {k}: {v}" for k, v in plan.decisions.items())
                                 if plan.decisions else "")
@@ -104,7 +113,9 @@ def _checks_text(evaluation) -> str:
 
 
 @hookimpl(trylast=True)
-def agent_debug(task, candidate, evaluation, attempts, ctx) -> Candidate:
+def agent_debug(task, candidate, evaluation, attempts, ctx) -> Candidate | None:
+    if not _prompted(ctx, "debug"):
+        return None
     shared = _shared(task, ctx)
     earlier = ""
     previous = [a for a in attempts if a.candidate.id != candidate.id]

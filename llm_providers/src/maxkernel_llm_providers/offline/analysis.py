@@ -31,7 +31,7 @@ INLINE = {"pjit": "jaxpr", "closed_call": "call_jaxpr", "custom_jvp_call": "call
 ELEMENTWISE = frozenset("""add sub mul div max min pow atan2 rem neg exp exp2 log log1p expm1 tanh logistic sqrt rsqrt
 abs sign erf erfc floor ceil round sin cos tan is_finite not and or eq ne lt le gt ge integer_pow square select_n
 convert_element_type clamp erf_inv""".split())
-SHAPE_ONLY = frozenset({"broadcast_in_dim", "reshape", "squeeze", "expand_dims", "copy", "copy_p"})
+SHAPE_ONLY = frozenset({"broadcast_in_dim", "reshape", "squeeze", "expand_dims", "copy", "copy_p", "stop_gradient"})
 LAST_AXIS_REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "argmax", "argmin"})
 
 

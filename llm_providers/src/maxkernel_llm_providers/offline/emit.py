@@ -25,7 +25,7 @@ UNARY = {"neg": "-{0}", "exp": "jnp.exp({0})", "exp2": "jnp.exp2({0})", "log": "
          "logistic": "jax.nn.sigmoid({0})", "sqrt": "jnp.sqrt({0})", "rsqrt": "jax.lax.rsqrt({0})",
          "abs": "jnp.abs({0})", "sign": "jnp.sign({0})", "erf": "jax.lax.erf({0})", "erfc": "jax.lax.erfc({0})",
          "erf_inv": "jax.lax.erf_inv({0})", "floor": "jnp.floor({0})", "ceil": "jnp.ceil({0})",
-         "round": "jnp.round({0})", "sin": "jnp.sin({0})", "cos": "jnp.cos({0})", "tan": "jnp.tan({0})",
+         "round": "jnp.round({0})", "stop_gradient": "{0}", "sin": "jnp.sin({0})", "cos": "jnp.cos({0})", "tan": "jnp.tan({0})",
          "is_finite": "jnp.isfinite({0})", "not": "~{0}", "square": "{0} * {0}", "copy": "{0}", "copy_p": "{0}"}
 REDUCE = {"reduce_sum": "jnp.sum", "reduce_max": "jnp.max", "reduce_min": "jnp.min"}
 
@@ -36,7 +36,10 @@ def literal(value: Any) -> str:
         return repr(bool(value))
     if np.issubdtype(value.dtype, np.integer):
         return repr(int(value))
-    return repr(float(value))
+    number = float(value)
+    if not np.isfinite(number):  # repr gives inf / nan, which are not Python literals
+        return "float('nan')" if np.isnan(number) else ("-" if number < 0 else "") + "float('inf')"
+    return repr(number)
 
 
 def emit(eqns: list[Eqn], names: dict[str, str], indent: str = "    ") -> list[str]:
@@ -68,7 +71,7 @@ def emit(eqns: list[Eqn], names: dict[str, str], indent: str = "    ") -> list[s
             expr = f"{REDUCE[p]}({args[0]}, axis=-1, keepdims=True)"
         elif p in ("argmax", "argmin"):
             expr = f"jnp.{p}({args[0]}, axis=-1, keepdims=True).astype(jnp.{np.dtype(eqn.params['index_dtype']).name})"
-        elif p in ("broadcast_in_dim", "reshape", "squeeze", "expand_dims"):
+        elif p in ("broadcast_in_dim", "reshape", "squeeze", "expand_dims", "stop_gradient"):
             expr = args[0]  # blocks broadcast by numpy rules; row statistics keep their axis
         else:
             raise Declined(f"no emitter for {p}")

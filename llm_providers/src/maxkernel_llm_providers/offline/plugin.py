@@ -28,6 +28,7 @@ class OfflineDeclined(MaxKernelError):
 
 class OfflineProvider(LLMProvider):
     name = NAME
+    takes_prompts = False  # its own role hooks answer; the prompt-based agents step aside
 
     def readiness(self) -> Readiness:
         try:
