@@ -6,6 +6,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 # The core and every built-in plugin: separate distributions, installed together.
 DISTS  := . $(wildcard backends/*/pyproject.toml llm_providers/pyproject.toml strategies/pyproject.toml)
+# The main job: optimize a matmul + bias + GELU kernel with the offline synthesizer (no key, CPU only).
+TASK   ?= tests/tpu_pallas/tasks/matmul_bias_gelu
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
@@ -20,7 +22,7 @@ $(STAMP): $(shell find . -name pyproject.toml -not -path './$(VENV)/*' -not -pat
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/maxkernel plugins
+	$(BIN)/maxkernel run --task $(TASK) --strategy auto --provider offline --out maxkernel-out
 
 # pytest exits 5 when it collected nothing: that is broken setup, not a pass.
 test: $(STAMP)

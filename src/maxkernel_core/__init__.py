@@ -35,6 +35,7 @@ from .records import (
     Task,
     TestReport,
 )
+from .run import optimize
 from .serialize import from_json, to_json
 
 __version__ = "0.1.0"
@@ -44,5 +45,5 @@ __all__ = [
     "Evaluation", "LLMMessage", "LLMProvider", "LLMRequest", "LLMResponse", "MaxKernelError", "Plan",
     "PluginError", "Profile", "Provenance", "ProviderError", "Readiness", "RunConfig", "SearchEdge",
     "SearchNode", "StoreError", "Strategy", "Task", "TaskError", "TaskRef", "TestReport",
-    "UnknownPluginError", "from_json", "get_plugin_manager", "hookimpl", "to_json",
+    "UnknownPluginError", "from_json", "get_plugin_manager", "hookimpl", "optimize", "to_json",
 ]

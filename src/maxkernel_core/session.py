@@ -121,8 +121,12 @@ class RunSession:
     """One run: calls roles through the plugin manager and records everything as it happens."""
 
     def __init__(self, pm, store: RunStore, task: Task, config: RunConfig, backend: Backend,
-                 llms: dict[str, RoleLLM] | None = None, run_id: str | None = None, **ctx_options: Any) -> None:
+                 llms: dict[str, RoleLLM] | None = None, run_id: str | None = None, settings: Any = None,
+                 **ctx_options: Any) -> None:
         self.pm, self.store, self.task, self.config = pm, store, task, config
+        self.settings = settings
+        #: called as observer(attempt) after each verdict is stored (progress displays)
+        self.observers: list = []
         resumed = run_id is not None
         self.run_id = run_id if resumed else store.create_run(config)
         self.ctx = AgentContext(self.run_id, config, backend, store, llms or {}, **ctx_options)
@@ -148,8 +152,16 @@ class RunSession:
 
     # --- the five roles ------------------------------------------------------
 
-    def plan(self) -> Plan:
-        return self._call("agent_plan", history=tuple(self.history))
+    def plan(self, required: bool = True) -> Plan | None:
+        """The planner's next plan; with ``required=False``, None when no planner has one (a search space
+        exhausted) instead of an error."""
+        if required:
+            return self._call("agent_plan", history=tuple(self.history))
+        return self.pm.hook.agent_plan(ctx=self.ctx, task=self.task, history=tuple(self.history))
+
+    def settings_value(self, section: str, key: str, default: Any) -> Any:
+        """A value of the run's settings (``default`` when the session was built without settings)."""
+        return getattr(getattr(self.settings, section, None), key, default)
 
     def implement(self, plan: Plan) -> Candidate:
         return self._call("agent_implement", plan=plan)
@@ -175,7 +187,10 @@ class RunSession:
         self.store.add_candidate(self.run_id, candidate)
         evaluation = self._call("agent_test", candidate=candidate)
         self.store.add_evaluation(self.run_id, evaluation)
-        self.history.append(Attempt(candidate, evaluation))
+        attempt = Attempt(candidate, evaluation)
+        self.history.append(attempt)
+        for observer in self.observers:
+            observer(attempt)
         return evaluation
 
     def profile(self, candidate: Candidate) -> Profile:
@@ -193,9 +208,9 @@ class RunSession:
 
     # --- the end -------------------------------------------------------------
 
-    def best(self) -> Attempt | None:
+    def best(self, exclude: set[str] = frozenset()) -> Attempt | None:
         """The best verified attempt: ok verdicts only, fastest (estimated or measured) first."""
-        ok = [a for a in self.history if a.evaluation.ok]
+        ok = [a for a in self.history if a.evaluation.ok and a.candidate.id not in exclude]
         if not ok:
             return None
 
@@ -205,8 +220,8 @@ class RunSession:
 
         return min(ok, key=key)
 
-    def finish(self, status: str | None = None, message: str = "") -> RunResult:
-        best = self.best()
+    def finish(self, status: str | None = None, message: str = "", best_id: str | None = None) -> RunResult:
+        best = next((a for a in self.history if a.candidate.id == best_id and a.evaluation.ok), None) or self.best()
         status = status or ("ok" if best else "no_valid_candidate")
         result = RunResult(self.run_id, self.task.id, status, best, len(self.history), message)
         from .serialize import to_json

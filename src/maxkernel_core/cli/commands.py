@@ -195,3 +195,80 @@ def providers_cmd(as_json: bool) -> None:
         status = "[green]ready[/]" if row["ready"] else f"[yellow]not ready[/]: {row['message']}"
         table.add_row(row["name"], row["plugin"], status, "selected" if row["selected"] else "")
     _console().print(table)
+
+
+@cli.command("run")
+@click.option("--task", "task_ref", required=True, help="Task id (searched in tasks.paths) or path.")
+@click.option("--strategy", help="auto, or any installed strategy (maxkernel plugins).")
+@click.option("--provider", help="offline (no key), gemini, litellm, replay, ...")
+@click.option("--model", help="Model name for the provider.")
+@click.option("--target", help="TPU generation: v4, v5e, v5p, v6e, 7x.")
+@click.option("--budget", type=int, help="At most this many evaluations.")
+@click.option("--seed", type=int)
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Output folder (default run.out).")
+@click.option("--resume", "resume", metavar="RUN_ID", help="Continue a stopped or killed run.")
+def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resume) -> int:
+    """Optimize a kernel for TASK; writes kernel.py and report.json to --out."""
+    from rich.live import Live
+
+    from ..run import optimize
+
+    app = _app()
+    app.override(run__strategy=(strategy, "--strategy"), run__provider=(provider, "--provider"),
+                 run__model=(model, "--model"), run__target=(target, "--target"), run__budget=(budget, "--budget"),
+                 run__seed=(seed, "--seed"), run__out=(str(out) if out else None, "--out"))
+    settings = app.settings
+    console = Console(stderr=True)
+    state = {"n": 0, "best": None, "line": "starting"}
+
+    def render() -> str:
+        best = state["best"]
+        if best is None:
+            best_text = "no verified kernel yet"
+        else:
+            p = best.evaluation.profile
+            kind = "est." if (p and p.estimated) else "measured"
+            speed = f", {p.speedup:.2f}x XLA ({kind})" if p and p.speedup else ""
+            best_text = f"best {best.candidate.id}{speed}"
+        return f"[bold]maxkernel run[/] {settings.run.strategy}/{settings.run.provider}: {state['n']} evaluations; " \
+               f"{best_text}; last: {state['line']}"
+
+    def observe(attempt) -> None:
+        state["n"] += 1
+        ev = attempt.evaluation
+        state["line"] = f"{attempt.candidate.provenance.role or 'candidate'} -> {ev.status.value}"
+        if ev.ok:
+            p = ev.profile
+            current = state["best"]
+            if current is None or (p and p.seconds and (not current.evaluation.profile
+                                                         or p.seconds < (current.evaluation.profile.seconds or 1e9))):
+                state["best"] = attempt
+        live.update(render())
+
+    with Live(render(), console=console, refresh_per_second=4, transient=False) as live:
+        try:
+            result = optimize(task_ref, settings=settings, pm=app.pm, resume=resume, observers=(observe,))
+        except KeyboardInterrupt:
+            live.stop()
+            runs = app.store.list_runs(1)
+            rid = runs[0].id if runs else "RUN_ID"
+            console.print(f"Interrupted. Everything evaluated so far is stored; continue with: "
+                          f"maxkernel run --task {task_ref} --resume {rid}")
+            return 130
+    console.line()
+    out_dir = Path(settings.run.out)
+    if result.best is None:
+        console.print(f"[red]No verified kernel[/]: none of the {result.evaluations} candidates passed evaluation "
+                      f"(run {result.run_id}; `maxkernel runs show {result.run_id}` lists the verdicts). "
+                      f"The reference is not a result. Report: {out_dir / 'report.json'}")
+        return 1
+    p = result.best.evaluation.profile
+    speed = ""
+    if p and p.seconds:
+        kind = "estimated by the cost model" if p.estimated else "measured"
+        speed = f"; {p.seconds * 1e6:,.1f} us {kind}" + (f", {p.speedup:.2f}x XLA's" + (" estimate" if p.estimated else "")
+                                                          if p.speedup else "")
+    click.echo(f"Best kernel: {out_dir / 'kernel.py'} ({result.best.evaluation.status.value}: "
+               f"{result.best.evaluation.reason}{speed})")
+    click.echo(f"Report: {out_dir / 'report.json'}; run {result.run_id} ({result.evaluations} evaluations)")
+    return 0

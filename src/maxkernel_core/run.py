@@ -1,0 +1,126 @@
+"""``optimize()``: one run from settings to result, and what it leaves in the output folder.
+
+It resolves the plugins the settings name (backend, strategy, a provider per
+role, checked before any work starts), loads the task, opens or resumes the run
+in the store, lets the strategy drive a :class:`~maxkernel_core.session.RunSession`,
+and writes ``kernel.py`` (the best verified candidate, as a standalone module)
+and ``report.json``. It never presents the reference or an unverified
+candidate as the result.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .config import Settings
+from .llm import Budget, RetryPolicy
+from .llm_roles import TranscriptRecorder, resolve_role_llms
+from .plugins import get_plugin_manager
+from .records import RunConfig
+from .serialize import to_json
+from .session import RunResult, RunSession
+from .store import RunStore
+
+
+def run_config(settings: Settings, task_id: str) -> RunConfig:
+    run = settings.run
+    return RunConfig(task_id, run.strategy, run.provider, run.model, run.backend, run.target, run.budget, run.seed,
+                     dict(settings.strategy.get(run.strategy, {})))
+
+
+def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, resume: str | None = None,
+             out: str | Path | None = None, observers: tuple = (), **run_overrides: Any) -> RunResult:
+    """Run a strategy on a task and return its result (the same record ``maxkernel run`` reports).
+
+    :param task: a task id (searched in ``tasks.paths`` and the backend's suites) or a path.
+    :param run_overrides: any ``[run]`` setting, e.g. ``strategy="auto", provider="offline"``.
+    :param resume: a run id to continue; its stored config wins over the settings.
+    """
+    settings = settings or Settings()
+    for key, value in run_overrides.items():
+        if value is not None:
+            setattr(settings.run, key, value)
+    pm = pm or get_plugin_manager(only=settings.plugins.load, disable=settings.plugins.disable)
+    store = RunStore.open(settings.store.home)
+    if resume:
+        stored = store.get_run(resume).config
+        for key in ("strategy", "provider", "model", "backend", "target", "budget", "seed"):
+            setattr(settings.run, key, getattr(stored, key))
+    strategy_cls = pm.registries.get("strategy", settings.run.strategy).cls
+    llms = resolve_role_llms(pm.registries, settings)  # missing keys fail here, before any work
+    backend = pm.registries.get("backend", settings.run.backend).cls(settings)
+    try:
+        roots = tuple(Path(p) for p in settings.tasks.paths) + tuple(backend.task_roots())
+        loaded = backend.load_task(task, roots)
+        config = store.get_run(resume).config if resume else run_config(settings, loaded.id)
+        session = RunSession(
+            pm, store, loaded, config, backend, llms=llms, run_id=resume, settings=settings,
+            budget=Budget(settings.llm.max_calls, settings.llm.max_tokens, settings.llm.max_cost_usd),
+            policy=RetryPolicy(max_retries=settings.llm.max_retries),
+            recorder=TranscriptRecorder(settings.llm.record) if settings.llm.record else None,
+        )
+        session.observers.extend(observers)
+        try:
+            result = strategy_cls(config.options).run(session)
+        except KeyboardInterrupt:
+            store.set_run_status(session.run_id, "interrupted")
+            raise
+        except Exception as exc:
+            store.set_run_status(session.run_id, "failed", {"error": f"{type(exc).__name__}: {exc}"})
+            raise
+        finally:
+            session.close()
+        write_outputs(result, loaded, config, store, Path(out or settings.run.out))
+        return result
+    finally:
+        backend.close()
+
+
+def kernel_header(result: RunResult, task, config: RunConfig) -> str:
+    best = result.best
+    ev, cand = best.evaluation, best.candidate
+    profile = ev.profile
+    if profile and profile.seconds:
+        kind = "estimated by the cost model" if profile.estimated else "measured on the device"
+        speed = f"{profile.seconds * 1e6:,.1f} us ({kind})"
+        if profile.speedup:
+            speed += f", {profile.speedup:.2f}x the XLA reference ({'an estimate' if profile.estimated else 'measured'})"
+    else:
+        speed = "not measured"
+    checks = ", ".join(f"{c.name} {'ok' if c.passed else 'FAILED'}" for c in ev.checks)
+    how = cand.provenance
+    return (f'"""Best kernel of maxkernel run {result.run_id} for task {task.id}, target TPU {config.target}.\n\n'
+            f"Verdict: {ev.status.value} ({checks}).\n{ev.reason}\n"
+            f"Speed: {speed}.\nParameters: {json.dumps(cand.parameters, sort_keys=True)}.\n"
+            f"Obtained by strategy {config.strategy} with provider {config.provider}: {how.role or '?'} "
+            f"({how.transformation or how.model or 'first version'}), candidate {cand.id}, after "
+            f"{result.evaluations} evaluations.\n"
+            f'Re-judge it with: maxkernel eval --task {task.id} --kernel kernel.py --target {config.target}\n"""\n\n')
+
+
+def write_outputs(result: RunResult, task, config: RunConfig, store: RunStore, out: Path) -> dict[str, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = {}
+    if result.best is not None:
+        path = out / "kernel.py"
+        path.write_text(kernel_header(result, task, config) + result.best.candidate.code)
+        written["kernel"] = path
+    summary = store.run_summary(result.run_id)
+    evaluations = store.evaluations(result.run_id)
+    report = {
+        "run": summary,
+        "result": to_json(result),
+        "candidates": [
+            {"candidate": e.candidate_id, "status": e.status.value, "reason": e.reason,
+             "seconds": e.profile.seconds if e.profile else None,
+             "estimated": e.profile.estimated if e.profile else None,
+             "speedup_vs_xla": e.profile.speedup if e.profile else None}
+            for e in evaluations
+        ],
+    }
+    path = out / "report.json"
+    path.write_text(json.dumps(report, indent=2, sort_keys=True, default=str))
+    written["report"] = path
+    return written

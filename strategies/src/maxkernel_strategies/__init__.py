@@ -1,0 +1,1 @@
+"""Built-in maxkernel strategies, registered through the same entry points a third party uses."""

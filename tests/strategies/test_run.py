@@ -1,0 +1,82 @@
+"""`maxkernel run` with the auto strategy and the offline provider, end to end, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from maxkernel_core.store import RunStore
+
+from ..helpers import run_cli
+from ..tpu_pallas.conftest import TASKS
+
+pytestmark = pytest.mark.slow
+
+
+def test_run_writes_a_kernel_that_eval_passes(tmp_path):
+    env = {"MAXKERNEL_HOME": str(tmp_path / "home")}
+    out = tmp_path / "out"
+    result = run_cli("run", "--task", str(TASKS / "rmsnorm"), "--strategy", "auto", "--provider", "offline",
+                     "--out", str(out), "--budget", "4", env=env, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert f"Best kernel: {out / 'kernel.py'}" in result.stdout and "estimated by the cost model" in result.stdout
+    kernel = (out / "kernel.py").read_text()
+    assert kernel.startswith('"""Best kernel of maxkernel run') and "(estimated by the cost model)" in kernel
+    report = json.loads((out / "report.json").read_text())
+    assert report["result"]["status"] == "ok" and 1 <= len(report["candidates"]) <= 5  # budget 4 + the re-check
+    judged = run_cli("eval", "--task", str(TASKS / "rmsnorm"), "--kernel", str(out / "kernel.py"), env=env)
+    assert judged.returncode == 0, judged.stdout
+
+
+def test_no_valid_candidate_is_said_and_exit_1(tmp_path):
+    task = tmp_path / "t"
+    task.mkdir()
+    (task / "kernel_task.yaml").write_text("task_id: conv\natol: 0.01\nrtol: 0.01\n")
+    (task / "reference.py").write_text(
+        "import jax, jax.numpy as jnp\n"
+        "def get_inputs(dtype=jnp.float32):\n"
+        "    k = jax.random.key(0)\n"
+        "    return (jax.random.normal(k, (1, 4, 16, 16), dtype), jax.random.normal(k, (4, 4, 3, 3), dtype)), ()\n"
+        "def computation(x, w):\n    return jax.lax.conv(x, w, (1, 1), 'SAME')\n")
+    result = run_cli("run", "--task", str(task), "--provider", "offline", "--out", str(tmp_path / "out"),
+                     env={"MAXKERNEL_HOME": str(tmp_path / "home")})
+    assert result.returncode == 1
+    assert "Error: the offline synthesizer has no template for task conv: convolutions" in result.stderr
+    assert not (tmp_path / "out" / "kernel.py").exists()
+
+
+def test_killed_run_resumes_without_re_evaluating(tmp_path):
+    home = tmp_path / "home"
+    env = {**os.environ, "MAXKERNEL_HOME": str(home)}
+    args = [sys.executable, "-m", "maxkernel_core", "run", "--task", str(TASKS / "rmsnorm"), "--provider", "offline",
+            "--out", str(tmp_path / "out")]
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    store = None
+    deadline = time.time() + 300
+    while time.time() < deadline:  # kill it as soon as two verdicts are stored
+        time.sleep(0.5)
+        if (home / "runs.db").exists():
+            store = store or RunStore(home / "runs.db")
+            runs = store.list_runs(1)
+            if runs and len(store.evaluations(runs[0].id)) >= 2:
+                break
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    run_id = store.list_runs(1)[0].id
+    before = [e.candidate_id for e in store.evaluations(run_id)]
+    assert len(before) >= 2 and store.get_run(run_id).status == "running"
+
+    result = run_cli("run", "--task", str(TASKS / "rmsnorm"), "--resume", run_id, "--out", str(tmp_path / "out"),
+                     env={"MAXKERNEL_HOME": str(home)}, timeout=600)
+    assert result.returncode == 0, result.stderr
+    after = [e.candidate_id for e in store.evaluations(run_id)]
+    assert after[:len(before)] == before  # nothing lost
+    code_of = {c.id: c.code for c in store.candidates(run_id)}
+    codes = [code_of[cid] for cid in after if not cid.endswith("-confirm")]
+    assert len(codes) == len(set(codes))  # nothing evaluated twice (the final re-check aside)
+    assert store.get_run(run_id).status == "ok"
