@@ -12,19 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from .analysis import Analysis
-from .templates import sublane_align
+from .blocks import legal_block, sublane_align
 
 POWERS = [2 ** i for i in range(3, 14)]  # 8 .. 8192
-
-
-def legal_block(n: int, target: int, align: int) -> int:
-    """What the generated ``_block`` picks: the largest aligned divisor of n not above target, else n."""
-    b = min(target, n) // align * align
-    while b >= align:
-        if n % b == 0:
-            return b
-        b -= align
-    return n
 
 
 def _itemsize(dtype: str) -> int:

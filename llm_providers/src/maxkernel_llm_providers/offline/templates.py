@@ -14,6 +14,7 @@ import re
 import numpy as np
 
 from .analysis import Analysis
+from .blocks import block_helper_source, sublane_align
 from .emit import emit
 
 HEADER = '''"""{title}
@@ -33,20 +34,7 @@ from jax.experimental.pallas import tpu as pltpu
 {constants}
 
 
-def _block(n, target, align):
-    """The largest multiple of ``align`` dividing ``n`` and not above ``target``; ``n`` when none is."""
-    b = min(target, n) // align * align
-    while b >= align:
-        if n % b == 0:
-            return b
-        b -= align
-    return n
-'''
-
-
-def sublane_align(dtype: str) -> int:
-    """Rows per (sublane x lane) tile: 8 for 32-bit types, 16 for 16-bit, 32 for 8-bit."""
-    return 8 * max(4 // np.dtype(dtype if dtype != "bfloat16" else "float16").itemsize, 1)
+{block_helper}'''
 
 
 def _constants(params: dict[str, int]) -> str:
@@ -104,7 +92,7 @@ def rowwise_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str
     lines = [HEADER.format(title=f"Row-wise Pallas TPU kernel for {task_id}.", template="rowwise", task_id=task_id,
                            why=f"Why it is exact: {a.why}. Each grid step loads BLOCK_ROWS whole rows into VMEM and "
                            "computes the entire reference on them (the reduced axis stays whole).",
-                           params=params, constants=_constants(params)), "",
+                           params=params, constants=_constants(params), block_helper=block_helper_source()), "",
              f"def _rowwise_kernel({', '.join(r for _, r in refs)}, out_ref, *, d, rows):",
              "    \"\"\"The reference, fused: every op of it runs on the rows of this block.\"\"\"",
              *_load_lines(refs), *body,
@@ -151,7 +139,7 @@ def matmul_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str,
     lines = [HEADER.format(title=f"Tiled matmul with a fused epilogue for {task_id}.", template="matmul_epilogue",
                            task_id=task_id, why=f"Why: {a.why}. The f32 accumulator lives in VMEM scratch; K is the "
                            f"innermost ('arbitrary') grid axis so each output block stays resident.{reduce_note}",
-                           params=params, constants=_constants(params)), "",
+                           params=params, constants=_constants(params), block_helper=block_helper_source()), "",
              f"def _matmul_epilogue_kernel(x_ref, w_ref, {''.join(r + ', ' for r in refs)}out_ref, acc_ref, *, m, n, k):",
              "    @pl.when(pl.program_id(2) == 0)",
              "    def _init():",
@@ -210,7 +198,7 @@ def batch_module(a: Analysis, task_id: str, params: dict[str, int], reference_so
                 [8 if out_rank == 2 else 1])
     header = HEADER.format(
         title=f"Whole-computation Pallas TPU kernel for {task_id}, gridded over its batch axis.",
-        template="batch", task_id=task_id, why=f"Why: {a.why}.", params=params, constants=_constants(params))
+        template="batch", task_id=task_id, why=f"Why: {a.why}.", params=params, constants=_constants(params), block_helper=block_helper_source())
     return "\n".join([
         header, "",
         "# --- the reference computation, fused whole into the kernel (from the task's reference.py) ---",

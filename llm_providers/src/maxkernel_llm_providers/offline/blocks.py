@@ -1,0 +1,31 @@
+"""Block-size rules shared by the parameter space and the generated modules.
+
+``legal_block`` is copied verbatim into every generated module (as ``_block``),
+so the space ranks exactly the blocks the kernels will use.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+
+def legal_block(n, target, align):
+    """The largest multiple of ``align`` dividing ``n`` and not above ``target``; ``n`` when none is."""
+    b = min(target, n) // align * align
+    while b >= align:
+        if n % b == 0:
+            return b
+        b -= align
+    return n
+
+
+def block_helper_source() -> str:
+    """``legal_block`` as the generated module's ``_block``."""
+    return inspect.getsource(legal_block).replace("def legal_block(", "def _block(", 1)
+
+
+def sublane_align(dtype: str) -> int:
+    """Rows per (sublane x lane) tile: 8 for 32-bit types, 16 for 16-bit, 32 for 8-bit."""
+    return 8 * max(4 // np.dtype(dtype if dtype != "bfloat16" else "float16").itemsize, 1)
