@@ -123,4 +123,25 @@ def write_outputs(result: RunResult, task, config: RunConfig, store: RunStore, o
     path = out / "report.json"
     path.write_text(json.dumps(report, indent=2, sort_keys=True, default=str))
     written["report"] = path
+    nodes, edges = store.nodes(result.run_id), store.edges(result.run_id)
+    if nodes:
+        written.update(write_graph(nodes, edges, evaluations, out))
     return written
+
+
+def write_graph(nodes, edges, evaluations, out: Path) -> dict[str, Path]:
+    """The search graph as JSON (records) and Graphviz DOT (beam nodes bold, failures grey)."""
+    status = {e.candidate_id: e.status.value for e in evaluations}
+    measured = {e.candidate_id for e in evaluations if e.profile and not e.profile.estimated}
+    data = {"nodes": [to_json(n) | {"status": status.get(n.candidate_id)} for n in nodes],
+            "edges": [to_json(e) for e in edges]}
+    (out / "graph.json").write_text(json.dumps(data, indent=2, sort_keys=True))
+    lines = ["digraph search {", "  rankdir=LR; node [shape=box, fontname=monospace];"]
+    for n in nodes:
+        label = f"{n.candidate_id}\\n{status.get(n.candidate_id, '?')}" + (  # DOT's own line break
+            f"\\n{n.score * 1e6:,.1f} us ({'measured' if n.candidate_id in measured else 'est.'})" if n.score else "")
+        style = "bold" if n.in_beam else ("filled" if status.get(n.candidate_id) != "ok" else "solid")
+        lines.append(f'  "{n.id}" [label="{label}", style={style}, fillcolor=lightgrey];')
+    lines += [f'  "{e.parent_id}" -> "{e.child_id}" [label="{e.transformation}"];' for e in edges]
+    (out / "graph.dot").write_text("\n".join(lines + ["}"]) + "\n")
+    return {"graph_json": out / "graph.json", "graph_dot": out / "graph.dot"}

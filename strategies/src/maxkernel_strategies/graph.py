@@ -1,0 +1,154 @@
+"""``graph``: beam search over kernels. Nodes are candidates, edges are transformations.
+
+A transformation is a move of one tunable constant of the parent (double or
+halve a block size: the offline synthesizer's parameter moves, and any
+model-written kernel's UPPER_CASE constants), or, when a kernel declares none,
+a new idea from the planner implemented as a child. The root comes from the
+planner. At each depth every beam node gets ``expansions`` children, judged
+concurrently (up to ``concurrency``) by the sandboxed cascade; a child that
+regresses stays in the graph but not in the beam. The beam keeps the
+``beam_width`` fastest verified nodes (device time on a TPU, the cost model
+elsewhere). Seeded: with a deterministic provider (offline, replay) the same
+seed gives the same graph. Every node and edge is stored before the next
+expansion, and ``--resume`` reuses every stored verdict instead of judging a
+candidate twice.
+
+Options (``[strategy.graph]``): beam_width (3), depth (3), expansions (2), concurrency (2).
+"""
+
+from __future__ import annotations
+
+import random
+from concurrent.futures import ThreadPoolExecutor
+
+import attrs
+from maxkernel_core import Candidate, Provenance, SearchEdge, SearchNode, Strategy, hookimpl
+from maxkernel_core.errors import ConfigError
+
+from .auto import session_key
+from .tunables import neighbour_points, tunables, with_values
+
+DEFAULTS = {"beam_width": 3, "depth": 3, "expansions": 2, "concurrency": 2}
+
+
+def score(attempt) -> float:
+    profile = attempt.evaluation.profile
+    return profile.seconds if attempt.evaluation.ok and profile and profile.seconds else float("inf")
+
+
+class GraphSearch(Strategy):
+    name = "graph"
+    description = "beam search: children are parameter moves or planner ideas; regressions leave the beam"
+
+    def option(self, key: str) -> int:
+        unknown = set(self.options) - set(DEFAULTS)
+        if unknown:
+            raise ConfigError(f"unknown option(s) strategy.graph.{', '.join(sorted(unknown))} "
+                              f"(options: {', '.join(DEFAULTS)})")
+        value = self.options.get(key, DEFAULTS[key])
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"strategy.graph.{key} must be a positive integer, got {value!r}")
+        return value
+
+    def run(self, session):
+        self.session = session
+        self.rng = random.Random(session.config.seed)
+        self.judged = {session_key(a.candidate.code): a for a in session.history}  # resume: reuse verdicts
+        self.nodes = {n.candidate_id: n for n in session.store.nodes(session.run_id)}
+        root = self._root()
+        if root is None:
+            return session.finish()
+        beam = [root]
+        for depth in range(1, self.option("depth") + 1):
+            if session.config.budget is not None and len(session.history) >= session.config.budget:
+                break
+            children = self._expand(beam, depth)
+            pool = {pair[0].id: pair for pair in [*beam, *children]}
+            # ties broken by the code itself, never by random ids: the same seed must give the same beam
+            ranked = sorted(pool.values(), key=lambda pair: (score(pair[1]), session_key(pair[1].candidate.code)))
+            beam = [pair for pair in ranked if score(pair[1]) < float("inf")][: self.option("beam_width")]
+            for node, attempt in pool.values():
+                self._store(attrs.evolve(node, in_beam=any(node.id == b[0].id for b in beam), score=_finite(score(attempt))))
+            if not beam:
+                break
+        return session.finish()
+
+    def _judge(self, candidate: Candidate):
+        """A stored verdict for this exact code (resume), else the cascade (with the debugger for the root)."""
+        key = session_key(candidate.code)
+        if key in self.judged:
+            return self.judged[key]
+        self.session.evaluate(candidate)
+        attempt = next(a for a in reversed(self.session.history) if a.candidate.id == candidate.id)
+        self.judged[key] = attempt
+        return attempt
+
+    def _store(self, node: SearchNode) -> None:
+        self.nodes[node.candidate_id] = node
+        self.session.add_node(node)
+
+    def _node_for(self, attempt, parent: SearchNode | None, depth: int) -> SearchNode:
+        existing = self.nodes.get(attempt.candidate.id)
+        if existing is not None:
+            return existing
+        node = SearchNode(self.session.run_id, attempt.candidate.id, parent.id if parent else None, depth,
+                          _finite(score(attempt)), False, id=f"node-{attempt.candidate.id}")
+        self._store(node)
+        return node
+
+    def _root(self):
+        roots = [n for n in self.nodes.values() if n.depth == 0]
+        if roots:
+            attempt = next(a for a in self.session.history if a.candidate.id == roots[0].candidate_id)
+            return roots[0], attempt
+        plan = self.session.plan(required=False)
+        if plan is None:
+            return None
+        candidate = self.session.implement(plan)
+        attempt = self._judge(candidate)
+        if not attempt.evaluation.ok:
+            attempt = self.session.repair(attempt.candidate, attempt.evaluation,
+                                          self.session.settings_value("llm", "debug_attempts", 6))
+            self.judged[session_key(attempt.candidate.code)] = attempt
+        return self._node_for(attempt, None, 0), attempt
+
+    def _children_of(self, node: SearchNode, attempt) -> list[tuple[str, Candidate]]:
+        code = attempt.candidate.code
+        moves = neighbour_points(tunables(code), 64)
+        self.rng.shuffle(moves)
+        children = []
+        for move, point in moves:
+            child_code = with_values(code, point)
+            children.append((move, Candidate(attempt.candidate.task_id, child_code,
+                                             {**attempt.candidate.parameters, **point}, parent_id=attempt.candidate.id,
+                                             provenance=Provenance(role="search", strategy=self.name,
+                                                                   transformation=move))))
+            if len(children) == self.option("expansions"):
+                break
+        if not children:  # nothing to tune: ask the planner for a new idea
+            plan = self.session.plan(required=False)
+            if plan is not None:
+                children.append((f"planner idea: {plan.summary[:80]}", self.session.implement(plan)))
+        return children
+
+    def _expand(self, beam, depth: int):
+        work = [(node, move, child) for node, attempt in beam for move, child in self._children_of(node, attempt)]
+        with ThreadPoolExecutor(max_workers=self.option("concurrency")) as pool:
+            attempts = list(pool.map(lambda item: self._judge(item[2]), work))
+        children = []
+        for (parent, move, _), attempt in zip(work, attempts):  # stored in a fixed order: seeded runs match
+            known = attempt.candidate.id in self.nodes  # resumed: node and edge are stored already
+            node = self._node_for(attempt, parent, depth)
+            if not known:
+                self.session.add_edge(SearchEdge(self.session.run_id, parent.id, node.id, move))
+            children.append((node, attempt))
+        return children
+
+
+def _finite(value: float) -> float | None:
+    return None if value == float("inf") else value
+
+
+@hookimpl
+def register_strategies(register):
+    register(GraphSearch)

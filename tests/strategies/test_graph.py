@@ -1,0 +1,89 @@
+"""Graph search with the offline provider: the graph is stored and exported, seeded, and resumable."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from maxkernel_core.config import Settings
+from maxkernel_core.store import RunStore
+
+from maxkernel_core import optimize
+
+from ..tpu_pallas.conftest import TASKS
+
+pytestmark = pytest.mark.slow
+
+
+def structure(store: RunStore, run_id: str):
+    """The graph without ids: (depth, transformation, parameters) of each node, by insertion order."""
+    cands = {c.id: c for c in store.candidates(run_id)}
+    nodes = store.nodes(run_id)
+    by_id = {n.id: n for n in nodes}
+    moves = {e.child_id: e.transformation for e in store.edges(run_id)}
+    return [(n.depth, moves.get(n.id, "root"), json.dumps(cands[n.candidate_id].parameters, sort_keys=True),
+             by_id[n.parent_id].depth if n.parent_id else None) for n in nodes]
+
+
+def run_graph(tmp_path, name: str, seed: int = 0):
+    settings = Settings()
+    settings.store.home = str(tmp_path / name)
+    settings.strategy["graph"] = {"beam_width": 2, "depth": 2, "expansions": 2}
+    result = optimize(TASKS / "matmul_bias_gelu", settings=settings, strategy="graph", provider="offline", seed=seed,
+                      out=tmp_path / name / "out")
+    return result, RunStore(tmp_path / name / "runs.db")
+
+
+def test_graph_search_same_seed_same_graph_and_exports(tmp_path):
+    first, store_a = run_graph(tmp_path, "a")
+    second, store_b = run_graph(tmp_path, "b")
+    assert first.status == "ok" and first.best is not None
+    graph = structure(store_a, first.run_id)
+    assert graph == structure(store_b, second.run_id)
+    assert graph[0][:2] == (0, "root") and any(depth == 2 for depth, *_ in graph)
+    exported = json.loads((tmp_path / "a" / "out" / "graph.json").read_text())
+    assert len(exported["nodes"]) == len(graph) and len(exported["edges"]) == len(graph) - 1
+    dot = (tmp_path / "a" / "out" / "graph.dot").read_text()
+    assert dot.startswith("digraph search {") and "->" in dot and "(est.)" in dot
+    in_beam = [n for n in store_a.nodes(first.run_id) if n.in_beam]
+    assert 1 <= len(in_beam) <= 2 and all(n.score is not None for n in in_beam)
+
+
+def test_killed_graph_search_resumes_without_losing_or_repeating_a_node(tmp_path):
+    home = tmp_path / "home"
+    (tmp_path / "maxkernel.toml").write_text("[strategy.graph]\nbeam_width = 2\ndepth = 2\nexpansions = 2\n")
+    env = {**os.environ, "MAXKERNEL_HOME": str(home)}
+    args = [sys.executable, "-m", "maxkernel_core", "run", "--task", str(TASKS / "matmul_bias_gelu"), "--strategy",
+            "graph", "--provider", "offline", "--out", str(tmp_path / "out")]
+    proc = subprocess.Popen(args, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    store, deadline = None, time.time() + 400
+    while time.time() < deadline:
+        time.sleep(0.5)
+        if (home / "runs.db").exists():
+            store = store or RunStore(home / "runs.db")
+            runs = store.list_runs(1)
+            if runs and len(store.nodes(runs[0].id)) >= 3:
+                break
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    run_id = store.list_runs(1)[0].id
+    nodes_before = {n.id for n in store.nodes(run_id)}
+    evaluated_before = [e.candidate_id for e in store.evaluations(run_id)]
+
+    resumed = subprocess.run([*args, "--resume", run_id], env=env, cwd=tmp_path, capture_output=True, text=True,
+                             timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    nodes_after = {n.id for n in store.nodes(run_id)}
+    assert nodes_before <= nodes_after  # no node lost
+    evaluated = [e.candidate_id for e in store.evaluations(run_id)]
+    assert evaluated[:len(evaluated_before)] == evaluated_before
+    codes = [c.code for c in store.candidates(run_id) if c.id in set(evaluated)]
+    assert len(codes) == len(set(codes))  # no candidate judged twice
+    edges = [(e.parent_id, e.child_id) for e in store.edges(run_id)]
+    assert len(edges) == len(set(edges)) == len(nodes_after) - 1
