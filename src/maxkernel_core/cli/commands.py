@@ -236,7 +236,8 @@ def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resu
     def observe(attempt) -> None:
         state["n"] += 1
         ev = attempt.evaluation
-        state["line"] = f"{attempt.candidate.provenance.role or 'candidate'} -> {ev.status.value}"
+        how = attempt.candidate.provenance
+        state["line"] = f"{how.transformation or how.role or 'candidate'} -> {ev.status.value}"
         if ev.ok:
             p = ev.profile
             current = state["best"]
