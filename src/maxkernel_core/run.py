@@ -124,8 +124,14 @@ def write_outputs(result: RunResult, task, config: RunConfig, store: RunStore, o
     path.write_text(json.dumps(report, indent=2, sort_keys=True, default=str))
     written["report"] = path
     nodes, edges = store.nodes(result.run_id), store.edges(result.run_id)
+    graph = None
     if nodes:
         written.update(write_graph(nodes, edges, evaluations, out))
+        graph = json.loads((out / "graph.json").read_text())
+    from .report_html import render
+
+    (out / "report.html").write_text(render(report, graph))
+    written["html"] = out / "report.html"
     return written
 
 

@@ -271,5 +271,6 @@ def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resu
                                                           if p.speedup else "")
     click.echo(f"Best kernel: {out_dir / 'kernel.py'} ({result.best.evaluation.status.value}: "
                f"{result.best.evaluation.reason}{speed})")
-    click.echo(f"Report: {out_dir / 'report.json'}; run {result.run_id} ({result.evaluations} evaluations)")
+    click.echo(f"Report: {out_dir / 'report.html'} (and report.json); run {result.run_id} "
+               f"({result.evaluations} evaluations)")
     return 0
