@@ -82,6 +82,8 @@ class Strategy(abc.ABC):
     name: ClassVar[str]
     #: One line for ``maxkernel plugins`` and ``--help``.
     description: ClassVar[str] = ""
+    #: True for a strategy that talks to a person at the terminal (no live progress display over it).
+    interactive: ClassVar[bool] = False
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         #: this strategy's ``[strategy.NAME]`` table from config

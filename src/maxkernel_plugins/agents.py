@@ -77,6 +77,9 @@ def agent_plan(task, history, ctx) -> Plan | None:
         return None
     shared = _shared(task, ctx)
     prompt = template("plan").safe_substitute(shared, history=_history(history), profile=_profile_text(ctx.profile))
+    if ctx.extras.get("feedback"):  # a person's instructions (human-in-the-loop), newest last
+        prompt += "\n\n# Instructions from the engineer (follow them)\n\n" + "\n".join(
+            f"- {line}" for line in ctx.extras["feedback"])
     reply = _ask(ctx, "plan", prompt, shared)
     data = extract_json(reply.text) or {}
     prose = reply.text.split("```")[0].strip() or reply.text.strip()[:2000]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 from pathlib import Path
@@ -244,13 +245,18 @@ def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resu
             if current is None or (p and p.seconds and (not current.evaluation.profile
                                                          or p.seconds < (current.evaluation.profile.seconds or 1e9))):
                 state["best"] = attempt
-        live.update(render())
+        if live is not None:
+            live.update(render())
 
-    with Live(render(), console=console, refresh_per_second=4, transient=False) as live:
+    interactive = app.pm.registries.get("strategy", settings.run.strategy).cls.interactive
+    live_display = contextlib.nullcontext(None) if interactive else Live(render(), console=console,
+                                                                             refresh_per_second=4, transient=False)
+    with live_display as live:
         try:
             result = optimize(task_ref, settings=settings, pm=app.pm, resume=resume, observers=(observe,))
         except KeyboardInterrupt:
-            live.stop()
+            if live is not None:
+                live.stop()
             runs = app.store.list_runs(1)
             rid = runs[0].id if runs else "RUN_ID"
             console.print(f"Interrupted. Everything evaluated so far is stored; continue with: "

@@ -127,3 +127,22 @@ def m001_initial(conn: sqlite3.Connection) -> None:
         CREATE INDEX search_edges_run ON search_edges(run_id);
         """
     )
+
+
+@migration
+def m002_decisions(conn: sqlite3.Connection) -> None:
+    """Human decisions of interactive strategies (approve, edit, reject, iterate, accept, stop)."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE decisions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id TEXT NOT NULL REFERENCES runs(id),
+            kind TEXT NOT NULL,
+            answer TEXT NOT NULL,
+            detail TEXT,
+            created_at REAL NOT NULL
+        );
+        CREATE INDEX decisions_run ON decisions(run_id)
+        """,
+    )

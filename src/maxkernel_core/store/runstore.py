@@ -176,6 +176,16 @@ class RunStore:
                 (edge.run_id, edge.parent_id, edge.child_id, edge.transformation, dumps(edge)),
             )
 
+    def add_decision(self, run_id: str, kind: str, answer: str, detail: str | None = None) -> None:
+        """A person's decision in an interactive run (what was asked, what was answered)."""
+        with self._tx() as c:
+            c.execute("INSERT INTO decisions (run_id, kind, answer, detail, created_at) VALUES (?, ?, ?, ?, ?)",
+                      (run_id, kind, answer, detail, time.time()))
+
+    def decisions(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self._rows("SELECT kind, answer, detail, created_at FROM decisions WHERE run_id = ? ORDER BY id", run_id)
+        return [dict(r) for r in rows]
+
     # --- reads ---------------------------------------------------------------
 
     def _rows(self, sql: str, *args: Any) -> list[sqlite3.Row]:
