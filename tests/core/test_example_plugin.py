@@ -5,6 +5,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from ..helpers import run_cli
 
 RUN_IT = textwrap.dedent('''
@@ -47,3 +49,18 @@ def test_example_strategy_is_selectable_by_name_and_runs(example_plugin_dir, tmp
 def test_example_strategy_can_be_disabled(example_plugin_dir):
     result = run_cli("--disable-plugin", "best_of_n", "plugins", "--json", pythonpath=[example_plugin_dir])
     assert "best_of_n" not in [row["name"] for row in json.loads(result.stdout)]
+
+
+@pytest.mark.slow
+def test_example_strategy_runs_through_maxkernel_run(example_plugin_dir, tmp_path):
+    """A third party's strategy gets the same command and the same outputs as the built-ins."""
+    from ..tpu_pallas.conftest import TASKS
+
+    (tmp_path / "maxkernel.toml").write_text("[strategy.best_of_n]\nsamples = 2\ndebug_tries = 1\n")
+    result = run_cli("run", "--task", str(TASKS / "rmsnorm"), "--strategy", "best_of_n", "--provider", "offline",
+                     "--out", str(tmp_path / "out"), cwd=tmp_path, pythonpath=[example_plugin_dir],
+                     env={"MAXKERNEL_HOME": str(tmp_path / "home")}, timeout=600)
+    assert result.returncode == 0, result.stderr
+    for name in ("kernel.py", "report.json", "report.html"):
+        assert (tmp_path / "out" / name).exists()
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["run"]["strategy"] == "best_of_n"
