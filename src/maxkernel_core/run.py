@@ -11,6 +11,7 @@ candidate as the result.
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,7 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
             budget=Budget(settings.llm.max_calls, settings.llm.max_tokens, settings.llm.max_cost_usd),
             policy=RetryPolicy(max_retries=settings.llm.max_retries),
             recorder=TranscriptRecorder(settings.llm.record) if settings.llm.record else None,
+            gate=threading.Semaphore(max(settings.llm.concurrency, 1)),  # model calls in flight at once
         )
         session.observers.extend(observers)
         try:
