@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 
+import ml_dtypes
 import numpy as np
 
 
@@ -26,6 +27,11 @@ def block_helper_source() -> str:
     return inspect.getsource(legal_block).replace("def legal_block(", "def _block(", 1)
 
 
+def itemsize(dtype: str) -> int:
+    """Bytes per element of a dtype named as jax names it (ml_dtypes knows bfloat16, the float8s, int4)."""
+    return np.dtype(getattr(ml_dtypes, dtype, dtype)).itemsize
+
+
 def sublane_align(dtype: str) -> int:
     """Rows per (sublane x lane) tile: 8 for 32-bit types, 16 for 16-bit, 32 for 8-bit."""
-    return 8 * max(4 // np.dtype(dtype if dtype != "bfloat16" else "float16").itemsize, 1)
+    return 8 * max(4 // itemsize(dtype), 1)

@@ -12,13 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from .analysis import Analysis
-from .blocks import legal_block, sublane_align
+from .blocks import itemsize, legal_block, sublane_align
 
 POWERS = [2 ** i for i in range(3, 14)]  # 8 .. 8192
-
-
-def _itemsize(dtype: str) -> int:
-    return 2 if dtype in ("bfloat16", "float16") else 1 if "8" in dtype and "float" in dtype or dtype == "int8" else 4
 
 
 def space(a: Analysis, dtype: str) -> dict[str, list[int]]:
@@ -45,7 +41,7 @@ def _fixed(a: Analysis, vmem_limit: int) -> dict[str, int]:
 
 def describe(a: Analysis, point: dict[str, int], dtype: str) -> dict[str, Any]:
     """The kernel description the cost model reads, built analytically for this template's index maps."""
-    size = _itemsize(dtype)
+    size = itemsize(dtype)
     shapes = a.program.shapes
     align = sublane_align(dtype)
     if a.template == "rowwise":
@@ -102,7 +98,7 @@ def _describe_batch(a: Analysis, point: dict[str, int]) -> dict[str, Any]:
         batched = name == a.output or a.kinds.get(name) == "batch"
         block = [bb, *shape[1:]] if batched else shape
         operands.append({"role": "output" if name == a.output else "input", "index": 0, "array_shape": shape,
-                         "block_shape": block or [1], "dtype": dtype, "itemsize": _itemsize(dtype), "buffers": 2,
+                         "block_shape": block or [1], "dtype": dtype, "itemsize": itemsize(dtype), "buffers": 2,
                          "pipelined": True, "changes": steps - 1 if batched else 0, "depends_on": [batched]})
     return {"name": "batch", "grid": [steps], "steps": steps, "dimension_semantics": ["parallel"],
             "vmem_limit_bytes": point.get("VMEM_LIMIT_BYTES"), "operands": operands, "scratch": [],
