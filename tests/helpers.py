@@ -38,3 +38,26 @@ def make_distribution(root: Path, dist: str, entry_points: dict[str, str], modul
     for name, source in modules.items():
         (root / f"{name}.py").write_text(source)
     return root
+
+
+def run_until_killed(args: list[str], home: Path, enough, *, cwd: Path | None = None, timeout: float = 400):
+    """Start ``maxkernel ARGS`` with MAXKERNEL_HOME=home, SIGKILL its process group as soon as
+    ``enough(store, run_id)`` holds for the run it is writing; return (store, run_id)."""
+    import signal
+    import time
+
+    from maxkernel_core.store import RunStore
+
+    proc = subprocess.Popen([sys.executable, "-m", "maxkernel_core", *args], env={**os.environ, "MAXKERNEL_HOME": str(home)},
+                            cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    store, deadline = None, time.time() + timeout
+    while time.time() < deadline:
+        time.sleep(0.5)
+        if (home / "runs.db").exists():
+            store = store or RunStore(home / "runs.db")
+            runs = store.list_runs(1)
+            if runs and enough(store, runs[0].id):
+                break
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return store, store.list_runs(1)[0].id

@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 
 import pytest
 from maxkernel_core.config import Settings
@@ -15,6 +10,7 @@ from maxkernel_core.store import RunStore
 
 from maxkernel_core import optimize
 
+from ..helpers import run_cli, run_until_killed
 from ..tpu_pallas.conftest import TASKS
 
 pytestmark = pytest.mark.slow
@@ -57,27 +53,13 @@ def test_graph_search_same_seed_same_graph_and_exports(tmp_path):
 def test_killed_graph_search_resumes_without_losing_or_repeating_a_node(tmp_path):
     home = tmp_path / "home"
     (tmp_path / "maxkernel.toml").write_text("[strategy.graph]\nbeam_width = 2\ndepth = 2\nexpansions = 2\n")
-    env = {**os.environ, "MAXKERNEL_HOME": str(home)}
-    args = [sys.executable, "-m", "maxkernel_core", "run", "--task", str(TASKS / "matmul_bias_gelu"), "--strategy",
-            "graph", "--provider", "offline", "--out", str(tmp_path / "out")]
-    proc = subprocess.Popen(args, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    store, deadline = None, time.time() + 400
-    while time.time() < deadline:
-        time.sleep(0.5)
-        if (home / "runs.db").exists():
-            store = store or RunStore(home / "runs.db")
-            runs = store.list_runs(1)
-            if runs and len(store.nodes(runs[0].id)) >= 3:
-                break
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    run_id = store.list_runs(1)[0].id
+    args = ["run", "--task", str(TASKS / "matmul_bias_gelu"), "--strategy", "graph", "--provider", "offline",
+            "--out", str(tmp_path / "out")]
+    store, run_id = run_until_killed(args, home, lambda s, run: len(s.nodes(run)) >= 3, cwd=tmp_path)
     nodes_before = {n.id for n in store.nodes(run_id)}
     evaluated_before = [e.candidate_id for e in store.evaluations(run_id)]
 
-    resumed = subprocess.run([*args, "--resume", run_id], env=env, cwd=tmp_path, capture_output=True, text=True,
-                             timeout=600)
+    resumed = run_cli(*args, "--resume", run_id, cwd=tmp_path, env={"MAXKERNEL_HOME": str(home)}, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
     nodes_after = {n.id for n in store.nodes(run_id)}
     assert nodes_before <= nodes_after  # no node lost

@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 
 import pytest
-from maxkernel_core.store import RunStore
 
-from ..helpers import run_cli
+from ..helpers import run_cli, run_until_killed
 from ..tpu_pallas.conftest import TASKS
 
 pytestmark = pytest.mark.slow
@@ -53,22 +47,9 @@ def test_no_valid_candidate_is_said_and_exit_1(tmp_path):
 
 def test_killed_run_resumes_without_re_evaluating(tmp_path):
     home = tmp_path / "home"
-    env = {**os.environ, "MAXKERNEL_HOME": str(home)}
-    args = [sys.executable, "-m", "maxkernel_core", "run", "--task", str(TASKS / "rmsnorm"), "--provider", "offline",
-            "--out", str(tmp_path / "out")]
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    store = None
-    deadline = time.time() + 300
-    while time.time() < deadline:  # kill it as soon as two verdicts are stored
-        time.sleep(0.5)
-        if (home / "runs.db").exists():
-            store = store or RunStore(home / "runs.db")
-            runs = store.list_runs(1)
-            if runs and len(store.evaluations(runs[0].id)) >= 2:
-                break
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    run_id = store.list_runs(1)[0].id
+    args = ["run", "--task", str(TASKS / "rmsnorm"), "--provider", "offline", "--out", str(tmp_path / "out")]
+    # killed as soon as two verdicts are stored
+    store, run_id = run_until_killed(args, home, lambda s, run: len(s.evaluations(run)) >= 2, timeout=300)
     before = [e.candidate_id for e in store.evaluations(run_id)]
     assert len(before) >= 2 and store.get_run(run_id).status == "running"
 
