@@ -18,7 +18,7 @@ from .errors import (
     UnknownPluginError,
 )
 from .hookspecs import hookimpl
-from .interfaces import Backend, LLMMessage, LLMProvider, LLMRequest, LLMResponse, Readiness, Strategy, TaskRef
+from .interfaces import Backend, LLMMessage, LLMProvider, LLMRequest, LLMResponse, Readiness, Strategy, TaskRef, TaskSuite
 from .plugins import get_plugin_manager
 from .records import (
     Attempt,
@@ -44,6 +44,6 @@ __all__ = [
     "Attempt", "Backend", "Candidate", "CandidateFailed", "CheckResult", "ConfigError", "EvalStatus",
     "Evaluation", "LLMMessage", "LLMProvider", "LLMRequest", "LLMResponse", "MaxKernelError", "Plan",
     "PluginError", "Profile", "Provenance", "ProviderError", "Readiness", "RunConfig", "SearchEdge",
-    "SearchNode", "StoreError", "Strategy", "Task", "TaskError", "TaskRef", "TestReport",
+    "SearchNode", "StoreError", "Strategy", "Task", "TaskError", "TaskRef", "TaskSuite", "TestReport",
     "UnknownPluginError", "from_json", "get_plugin_manager", "hookimpl", "optimize", "to_json",
 ]

@@ -77,6 +77,18 @@ def register_llm_providers(register: Callable[..., None]) -> None:
 
 
 @hookspec
+def register_task_suites(register: Callable[..., None]) -> None:
+    """Register task suites.
+
+    :param register: call ``register(SuiteClass)`` for each
+        :class:`~maxkernel_core.interfaces.TaskSuite` subclass; it is registered
+        under ``SuiteClass.name``, selected with ``maxkernel bench --suite NAME``,
+        and its tasks are found by id by ``maxkernel run --task ID``.
+    :returns: nothing; every implementation is called.
+    """
+
+
+@hookspec
 def register_commands(cli: click.Group) -> None:
     """Add subcommands to the ``maxkernel`` command line.
 

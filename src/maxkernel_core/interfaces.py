@@ -76,6 +76,26 @@ class Backend(abc.ABC):
         """Release worker processes and other resources."""
 
 
+class TaskSuite:
+    """A named collection of tasks (``maxkernel bench --suite NAME``, ``maxkernel run --task ID``).
+
+    A suite is a folder the backend named by ``backend`` can discover tasks in;
+    a plugin ships it as package data and registers this class.
+    """
+
+    #: The name users select with ``--suite``.
+    name: ClassVar[str]
+    #: The backend whose task formats the folder holds.
+    backend: ClassVar[str]
+    #: One line for ``maxkernel plugins`` and ``maxkernel bench --help``.
+    description: ClassVar[str] = ""
+
+    @classmethod
+    @abc.abstractmethod
+    def root(cls) -> Path:
+        """The folder holding the suite's tasks."""
+
+
 class Strategy(abc.ABC):
     """Decides which roles to call in which order to find the best kernel."""
 

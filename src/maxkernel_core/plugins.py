@@ -25,7 +25,7 @@ from attrs import frozen
 
 from . import hookspecs
 from .errors import PluginError, UnknownPluginError
-from .interfaces import Backend, LLMProvider, Strategy
+from .interfaces import Backend, LLMProvider, Strategy, TaskSuite
 
 ENTRY_POINT_GROUP = "maxkernel"
 
@@ -34,6 +34,7 @@ DISCOVERY_HOOKS: dict[str, tuple[str, type]] = {
     "register_backends": ("backend", Backend),
     "register_strategies": ("strategy", Strategy),
     "register_llm_providers": ("llm_provider", LLMProvider),
+    "register_task_suites": ("task_suite", TaskSuite),
 }
 
 
@@ -118,6 +119,14 @@ class Registries:
     @property
     def llm_providers(self) -> dict[str, Registration]:
         return self.all("llm_provider")
+
+    @property
+    def task_suites(self) -> dict[str, Registration]:
+        return self.all("task_suite")
+
+    def suite_roots(self, backend: str) -> list:
+        """The folders of the suites registered for ``backend``, by suite name."""
+        return [reg.cls.root() for reg in self.task_suites.values() if reg.cls.backend == backend]
 
 
 class MaxKernelPluginManager(pluggy.PluginManager):

@@ -25,6 +25,12 @@ from .session import RunResult, RunSession
 from .store import RunStore
 
 
+def task_search_paths(settings: Settings, pm, backend) -> tuple[Path, ...]:
+    """Where a task id is looked up: ``tasks.paths`` first, then the backend's and the registered suites."""
+    return (tuple(Path(p) for p in settings.tasks.paths) + tuple(backend.task_roots())
+            + tuple(pm.registries.suite_roots(backend.name)))
+
+
 def run_config(settings: Settings, task_id: str) -> RunConfig:
     run = settings.run
     return RunConfig(task_id, run.strategy, run.provider, run.model, run.backend, run.target, run.budget, run.seed,
@@ -53,8 +59,7 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
     llms = resolve_role_llms(pm.registries, settings)  # missing keys fail here, before any work
     backend = pm.registries.get("backend", settings.run.backend).cls(settings)
     try:
-        roots = tuple(Path(p) for p in settings.tasks.paths) + tuple(backend.task_roots())
-        loaded = backend.load_task(task, roots)
+        loaded = backend.load_task(task, task_search_paths(settings, pm, backend))
         config = store.get_run(resume).config if resume else run_config(settings, loaded.id)
         session = RunSession(
             pm, store, loaded, config, backend, llms=llms, run_id=resume, settings=settings,

@@ -70,8 +70,10 @@ class App:
         return reg.cls(settings=self.settings)
 
     def task_roots(self, backend: Backend) -> list[Path]:
-        """Configured task folders first, then the suites the backend bundles."""
-        return [Path(p) for p in self.settings.tasks.paths] + list(backend.task_roots())
+        """Configured task folders first, then the suites the backend bundles or plugins register."""
+        from ..run import task_search_paths
+
+        return list(task_search_paths(self.settings, self.pm, backend))
 
 
 def app_for(ctx: click.Context) -> App:

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import TaskError
+from ..plugins import DISCOVERY_HOOKS
 from ..serialize import to_json
 from .app import App, app_for
 from .main import cli
@@ -36,7 +37,7 @@ def plugin_rows(app: App) -> list[dict[str, Any]]:
     """Each loaded plugin with its distribution, hooks, and what it registered."""
     pm = app.pm
     registered: dict[str, list[str]] = {}
-    for kind in ("backend", "strategy", "llm_provider"):
+    for kind, _base in DISCOVERY_HOOKS.values():
         for reg in pm.registries.all(kind).values():
             registered.setdefault(reg.plugin, []).append(f"{kind}:{reg.name}")
     rows = []
