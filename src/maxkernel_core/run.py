@@ -38,12 +38,14 @@ def run_config(settings: Settings, task_id: str) -> RunConfig:
 
 
 def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, resume: str | None = None,
-             out: str | Path | None = None, observers: tuple = (), **run_overrides: Any) -> RunResult:
+             out: str | Path | None = None, observers: tuple = (), on_start=None, **run_overrides: Any) -> RunResult:
     """Run a strategy on a task and return its result (the same record ``maxkernel run`` reports).
 
     :param task: a task id (searched in ``tasks.paths`` and the backend's suites) or a path.
     :param run_overrides: any ``[run]`` setting, e.g. ``strategy="auto", provider="offline"``.
     :param resume: a run id to continue; its stored config wins over the settings.
+    :param on_start: called with the run id once the run is in the store, before any work
+        (``maxkernel bench`` records it so that a killed bench resumes this run).
     """
     settings = settings or Settings()
     for key, value in run_overrides.items():
@@ -69,6 +71,8 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
             gate=threading.Semaphore(max(settings.llm.concurrency, 1)),  # model calls in flight at once
         )
         session.observers.extend(observers)
+        if on_start is not None:
+            on_start(session.run_id)
         try:
             result = strategy_cls(config.options).run(session)
         except KeyboardInterrupt:

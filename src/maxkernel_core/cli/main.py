@@ -95,3 +95,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 from . import commands  # noqa: E402,F401  (registers the core commands on `cli`)
+from . import bench_cmd  # noqa: E402,F401

@@ -146,3 +146,29 @@ def m002_decisions(conn: sqlite3.Connection) -> None:
         CREATE INDEX decisions_run ON decisions(run_id)
         """,
     )
+
+
+@migration
+def m003_benches(conn: sqlite3.Connection) -> None:
+    """Benchmark suites: one row per bench, one per task with the run that optimized it."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE benches (
+            id TEXT PRIMARY KEY,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            status TEXT NOT NULL,
+            config_json TEXT NOT NULL
+        );
+        CREATE TABLE bench_tasks (
+            bench_id TEXT NOT NULL REFERENCES benches(id),
+            task_id TEXT NOT NULL,
+            run_id TEXT,
+            status TEXT NOT NULL,
+            result_json TEXT,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (bench_id, task_id)
+        )
+        """,
+    )

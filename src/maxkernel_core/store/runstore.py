@@ -25,6 +25,7 @@ from ..errors import StoreError
 from ..interfaces import LLMRequest, LLMResponse
 from ..records import Candidate, Evaluation, RunConfig, SearchEdge, SearchNode, new_id
 from ..serialize import dumps, from_json, to_json
+from .benches import BenchRecords
 from .migrations import migrate
 
 DB_NAME = "runs.db"
@@ -51,7 +52,7 @@ class RunRow:
     result: dict[str, Any] | None
 
 
-class RunStore:
+class RunStore(BenchRecords):
     """Read and append records of runs. Safe to share between threads of one process."""
 
     def __init__(self, path: Path | str) -> None:

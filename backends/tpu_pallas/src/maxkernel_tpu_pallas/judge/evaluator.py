@@ -291,6 +291,11 @@ class Evaluator:
         ref_s = (ref.timing or {}).get("median_s")
         checks.append(CheckResult("timing", True, f"median {header['median_s'] * 1e6:.1f} us over {header['runs']} runs"))
         measured = {**details["timing"], "cost_model": details.get("cost_model")}
+        model = details.get("cost_model") or {}
+        if model.get("seconds") and model.get("roofline_fraction"):
+            # The roofline's floor (every byte once, every FLOP at peak) over the measured time.
+            measured["roofline_fraction"] = model["seconds"] * model["roofline_fraction"] / header["median_s"]
+            measured["arithmetic_intensity"] = model.get("arithmetic_intensity")
         diagnosis = tuple((details.get("cost_model") or {}).get("diagnosis", ()))
         return Profile(cand.id, "device_trace", False, header["median_s"], ref_s, diagnosis=diagnosis,
                        details=measured), None

@@ -1,0 +1,180 @@
+"""A bench's outputs: results.json, results.csv, report.md and report.html with matplotlib figures.
+
+Estimated and measured speedups are drawn in separate figures, each titled
+with its kind; tasks without a correct kernel are listed as failures, never
+drawn as 1x.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import math
+from typing import Any
+
+from attrs import asdict
+
+from .metrics import FAST_P, TaskResult
+
+KIND_LABEL = {"estimated": "estimated by the cost model (no device)", "measured": "measured on the device"}
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.0%}"
+
+
+def _x(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}x"
+
+
+def write_report(bench) -> dict[str, Any]:
+    out = bench.out
+    out.mkdir(parents=True, exist_ok=True)
+    data = {"bench": bench.bench_id, "config": asdict(bench.config), "target": bench.target,
+            "metrics": bench.metrics, "tasks": [r.to_dict() for r in bench.results]}
+    (out / "results.json").write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
+    with (out / "results.csv").open("w", newline="") as f:
+        fields = [a.name for a in TaskResult.__attrs_attrs__]
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        for r in bench.results:
+            writer.writerow(r.to_dict())
+    (out / "report.md").write_text(markdown(bench))
+    (out / "report.html").write_text(html_report(bench))
+    return data
+
+
+def summary_lines(bench) -> list[str]:
+    m = bench.metrics
+    lines = [f"{m['tasks']} tasks on TPU {bench.target}: {m['compiled']} compiled ({_pct(m['compile_rate'])}), "
+             f"{m['correct']} correct ({_pct(m['correctness_rate'])}); fast_0 = {_pct(m['fast_0'])}"]
+    for s in m["speed"]:
+        fast = ", ".join(f"fast_{p} = {_pct(v)}" for p, v in s["fast_p"].items() if p != "0")
+        lines.append(f"speedup vs XLA, {KIND_LABEL[s['kind']]}: geometric mean {_x(s['geomean_speedup'])} over "
+                     f"{s['tasks_with_speedup']} correct tasks; {fast}")
+    if not m["speed"]:
+        lines.append("no correct task has a speed figure")
+    lines.append(f"{len(m['failures'])} tasks without a correct kernel (listed separately, not counted as 1x); "
+                 f"{m['evaluations']} evaluations, {m['llm_calls']} LLM calls, {m['tokens']} tokens"
+                 + (f", ${m['cost_usd']:.2f}" if m["cost_usd"] else ""))
+    return lines
+
+
+def markdown(bench) -> str:
+    c = bench.config
+    how = f"kernels from {c.kernels}" if c.kernels else f"strategy {c.strategy or 'default'}, provider {c.provider or 'default'}"
+    lines = [f"# maxkernel bench {bench.bench_id}", "", f"Suite `{c.suite}` (tasks `{c.tasks}`), {how}, target {bench.target}.",
+             "", *[f"- {line}" for line in summary_lines(bench)], "",
+             "| task | status | compiled | proof | speedup | kind | roofline | evals | tokens | wall s |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in bench.results:
+        lines.append(f"| {r.task_id} | {r.status} | {'yes' if r.compiled else 'no'} | {'yes' if r.proof_of_kernel else 'no'} "
+                     f"| {_x(r.speedup)} | {r.speedup_kind or '-'} | {_pct(r.roofline_fraction)} | {r.evaluations} "
+                     f"| {r.tokens} | {r.wall_s:.0f} |")
+    failures = [r for r in bench.results if not r.correct]
+    if failures:
+        lines += ["", "## Tasks without a correct kernel", ""]
+        lines += [f"- **{r.task_id}** ({r.status}): {r.reason}" for r in failures]
+    shortcuts = [r for r in bench.results if r.notes]
+    if shortcuts:
+        lines += ["", "## Legitimate algebraic shortcuts these tasks allow", ""]
+        lines += [f"- **{r.task_id}**: {r.notes}" for r in shortcuts]
+    return "\n".join(lines) + "\n"
+
+
+# --- figures ------------------------------------------------------------------
+
+
+def _svg(fig) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.find("<svg"):]
+
+
+def figures(bench) -> list[tuple[str, str]]:
+    """(caption, inline SVG) for each figure; one set per speed kind, never pooled."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = []
+    for kind in ("estimated", "measured"):
+        rows = [r for r in bench.results if r.correct and r.speedup and r.speedup_kind == kind]
+        if not rows:
+            continue
+        label = KIND_LABEL[kind]
+        fig, ax = plt.subplots(figsize=(7, 3.2))
+        logs = [math.log2(r.speedup) for r in rows]
+        ax.hist(logs, bins=min(20, max(5, len(rows))), color="#4c72b0")
+        ax.axvline(0, color="black", lw=1)
+        ax.set_xlabel("log2 speedup vs XLA (right of the line: faster)")
+        ax.set_ylabel("tasks")
+        ax.set_title(f"Speedup distribution, {label}")
+        out.append((f"Speedup distribution over {len(rows)} correct tasks ({label}).", _svg(fig)))
+
+        with_roof = [r for r in rows if r.roofline_fraction is not None and r.arithmetic_intensity]
+        if with_roof:
+            fig, ax = plt.subplots(figsize=(7, 3.6))
+            ax.scatter([r.arithmetic_intensity for r in with_roof], [r.roofline_fraction for r in with_roof],
+                       color="#dd8452")
+            for r in with_roof:
+                ax.annotate(r.task_id.split("_")[0], (r.arithmetic_intensity, r.roofline_fraction), fontsize=7)
+            ax.set_xscale("log")
+            ax.set_ylim(0, 1.05)
+            ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+            ax.set_ylabel("fraction of roofline")
+            ax.set_title(f"Roofline fraction, {label}")
+            out.append((f"Fraction of the roofline reached by each kernel ({label}).", _svg(fig)))
+
+    fig, ax = plt.subplots(figsize=(max(7, 0.22 * len(bench.results)), 3.6))
+    names = [r.task_id.split("_")[0] for r in bench.results]
+    colors = {"estimated": "#4c72b0", "measured": "#55a868"}
+    for i, r in enumerate(bench.results):
+        if r.correct and r.speedup:
+            ax.bar(i, r.speedup, color=colors[r.speedup_kind or "estimated"], log=True)
+        else:
+            ax.plot(i, 1, marker="x", color="#c44e52")  # no bar: a failure is not a speedup
+    ax.axhline(1, color="black", lw=1)
+    ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
+    ax.set_ylabel("speedup vs XLA (log)")
+    kinds = sorted({r.speedup_kind for r in bench.results if r.correct and r.speedup_kind})
+    ax.set_title("Per task: " + "; ".join(f"{k} ({colors[k]})" for k in kinds) + "; x = no correct kernel")
+    out.append(("Speedup per task. Bars of different colours are different kinds of figure ("
+                + ", ".join(f"{k}: {KIND_LABEL[k]}" for k in kinds) + "); a cross is a task without a correct kernel.",
+                _svg(fig)))
+    return out
+
+
+def html_report(bench) -> str:
+    e = html.escape
+    rows = []
+    for r in bench.results:
+        cls = "ok" if r.correct else "bad"
+        rows.append(f"<tr class={cls}><td>{e(r.task_id)}</td><td>{e(r.status)}</td><td>{'yes' if r.compiled else 'no'}</td>"
+                    f"<td>{'yes' if r.proof_of_kernel else 'no'}</td><td>{_x(r.speedup)}</td><td>{e(r.speedup_kind or '-')}</td>"
+                    f"<td>{_pct(r.roofline_fraction)}</td><td>{r.evaluations}</td><td>{r.tokens}</td>"
+                    f"<td>{r.wall_s:.0f}</td><td>{e(r.reason)}{'<br><i>shortcut: ' + e(r.notes) + '</i>' if r.notes else ''}</td></tr>")
+    figs = "".join(f"<figure>{svg}<figcaption>{e(cap)}</figcaption></figure>" for cap, svg in figures(bench))
+    summary = "".join(f"<li>{e(line)}</li>" for line in summary_lines(bench))
+    fast_head = "".join(f"<th>fast_{p:g}</th>" for p in FAST_P)
+    speed_rows = "".join(
+        f"<tr><td>{e(KIND_LABEL[s['kind']])}</td><td>{_x(s['geomean_speedup'])}</td>"
+        + "".join(f"<td>{_pct(v)}</td>" for v in s["fast_p"].values()) + "</tr>" for s in bench.metrics["speed"])
+    return f"""<!doctype html><html><head><meta charset=utf-8><title>maxkernel bench {e(bench.bench_id)}</title>
+<style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}}table{{border-collapse:collapse;font-size:13px}}
+td,th{{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}}tr.bad td{{background:#fdf0f0}}
+figure{{margin:1em 0}}figcaption{{font-size:13px;color:#444}}</style></head><body>
+<h1>maxkernel bench <code>{e(bench.bench_id)}</code></h1>
+<p>Suite <code>{e(bench.config.suite)}</code>, target TPU {e(bench.target)}.</p><ul>{summary}</ul>
+<table><tr><th>speed figures</th><th>geomean</th>{fast_head}</tr>{speed_rows}</table>
+{figs}
+<h2>Tasks</h2><table><tr><th>task</th><th>status</th><th>compiled</th><th>proof</th><th>speedup</th><th>kind</th>
+<th>roofline</th><th>evals</th><th>tokens</th><th>wall s</th><th>reason / notes</th></tr>{''.join(rows)}</table>
+</body></html>"""

@@ -1,0 +1,258 @@
+"""Run a strategy, or judge ready kernels, over every task of a suite; resumable, one task at a time per job.
+
+Each task is optimized by :func:`maxkernel_core.optimize` exactly as
+``maxkernel run`` would (its own run in the store, its own output folder), so
+a bench is a set of ordinary runs plus a row per task saying which run it is
+and how it ended. A task that cannot load, or whose run fails, becomes an
+``error`` row with the reason; the suite goes on.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import copy
+import fnmatch
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from attrs import asdict, define, frozen
+
+from ..config import Settings
+from ..errors import MaxKernelError, TaskError
+from ..interfaces import Backend, TaskRef
+from ..records import Candidate, Provenance, RunConfig
+from ..store import RunStore
+from .metrics import TaskResult, suite_metrics
+
+Progress = Callable[[str, TaskRef, "TaskResult | None"], None]
+
+
+@frozen
+class BenchConfig:
+    """What a bench was asked to do; stored, so ``--resume`` continues with the same."""
+
+    suite: str  # a registered suite name, or a folder of tasks
+    tasks: str = "*"  # glob over task ids
+    strategy: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    target: str | None = None
+    budget: int | None = None
+    seed: int | None = None
+    kernels: str | None = None  # a folder of ready kernels: judge them, no strategy
+    jobs: int = 1
+
+
+@define
+class BenchResult:
+    bench_id: str
+    config: BenchConfig
+    results: list[TaskResult]
+    metrics: dict[str, Any]
+    out: Path
+    target: str
+
+
+def suite_root(suite: str, pm) -> Path:
+    registered = pm.registries.task_suites
+    if suite in registered:
+        return registered[suite].cls.root()
+    path = Path(suite).expanduser()
+    if path.exists():
+        return path
+    names = ", ".join(registered) or "none installed"
+    raise TaskError(f"no suite {suite!r}: not a registered suite ({names}) and not a folder of tasks")
+
+
+def select_tasks(backend: Backend, root: Path, pattern: str) -> list[TaskRef]:
+    refs = backend.discover_tasks(root)
+    if not refs:
+        raise TaskError(f"{root}: no task found (a folder of task folders or JAXBench modules; `maxkernel tasks {root}`)")
+    chosen = [r for r in refs if fnmatch.fnmatchcase(r.id, pattern)]
+    if not chosen:
+        raise TaskError(f"no task in {root} matches --tasks {pattern!r} (ids look like {refs[0].id!r})")
+    return chosen
+
+
+def result_of_run(store: RunStore, run_id: str, best, wall_s: float, kernel: Path | None) -> TaskResult:
+    """A task's figures from its run in the store: any compile, any proof, the best verified kernel."""
+    evaluations = store.evaluations(run_id)
+    checks = [c for e in evaluations for c in e.checks if c.passed]
+    calls = store.llm_calls(run_id)
+    costs = [c["cost_usd"] for c in calls if c["cost_usd"] is not None]
+    common = dict(run_id=run_id, evaluations=len(evaluations), llm_calls=len(calls),
+                  tokens=sum((c["input_tokens"] or 0) + (c["output_tokens"] or 0) for c in calls),
+                  cost_usd=sum(costs) if costs else None, wall_s=wall_s,
+                  compiled=any("compile" in c.name for c in checks),
+                  proof_of_kernel=any(c.name.startswith("proof") for c in checks))
+    if best is None:
+        last = evaluations[-1] if evaluations else None
+        reason = f"no verified kernel; last verdict {last.status.value}: {last.reason}" if last else "no candidate"
+        return TaskResult(best_task_id(store, run_id), "failed", reason[:500], **common)
+    ev = best.evaluation
+    p = ev.profile
+    details = (p.details if p else {}) or {}
+    return TaskResult(
+        best.candidate.task_id, "correct", ev.reason[:300], correct=True, kernel=str(kernel) if kernel else None,
+        speedup=p.speedup if p else None, speedup_kind=("estimated" if p.estimated else "measured") if p else None,
+        seconds=p.seconds if p else None, reference_seconds=p.reference_seconds if p else None,
+        roofline_fraction=details.get("roofline_fraction"), arithmetic_intensity=details.get("arithmetic_intensity"),
+        **common)
+
+
+def best_task_id(store: RunStore, run_id: str) -> str:
+    return store.get_run(run_id).task_id
+
+
+class _Bench:
+    def __init__(self, settings: Settings, pm, store: RunStore, bench_id: str, config: BenchConfig, out: Path) -> None:
+        self.settings, self.pm, self.store, self.bench_id, self.config, self.out = settings, pm, store, bench_id, config, out
+        self.rows = store.bench_tasks(bench_id)
+
+    def task_settings(self) -> Settings:
+        s = copy.deepcopy(self.settings)
+        for key in ("strategy", "provider", "model", "target", "budget", "seed"):
+            value = getattr(self.config, key)
+            if value is not None:
+                setattr(s.run, key, value)
+        return s
+
+    def optimize_one(self, ref: TaskRef) -> TaskResult:
+        from ..run import optimize
+
+        row = self.rows.get(ref.id) or {}
+        resume = row.get("run_id") if row.get("status") == "running" else None
+        started: dict[str, str] = {}
+
+        def on_start(run_id: str) -> None:
+            started["run"] = run_id
+            self.store.set_bench_task(self.bench_id, ref.id, "running", run_id=run_id)
+
+        out = self.out / "tasks" / ref.id
+        t0 = time.monotonic()
+        try:
+            result = optimize(ref.path, settings=self.task_settings(), pm=self.pm, resume=resume, out=out,
+                              on_start=on_start)
+        except MaxKernelError as exc:
+            return TaskResult(ref.id, "error", str(exc)[:500], run_id=started.get("run"), wall_s=time.monotonic() - t0)
+        except Exception as exc:  # a plugin's bug on one task must not stop the suite
+            return TaskResult(ref.id, "error", f"{type(exc).__name__}: {exc}"[:500], run_id=started.get("run"),
+                              wall_s=time.monotonic() - t0)
+        kernel = out / "kernel.py"
+        return result_of_run(self.store, result.run_id, result.best, time.monotonic() - t0,
+                             kernel if kernel.exists() else None)
+
+    def judge_one(self, ref: TaskRef, backend: Backend, target: str) -> TaskResult:
+        folder = Path(self.config.kernels)
+        path = next((p for p in (folder / f"{ref.id}.py", folder / ref.id / "kernel.py") if p.is_file()), None)
+        if path is None:
+            return TaskResult(ref.id, "failed", f"no kernel for this task in {folder} ({ref.id}.py or {ref.id}/kernel.py)")
+        t0 = time.monotonic()
+        task = backend.load_task(ref.path)
+        candidate = Candidate(task.id, path.read_text(), provenance=Provenance(role="user", transformation=f"file {path}"))
+        run_id = self.store.create_run(RunConfig(task.id, strategy="kernels", provider="none", backend=backend.name,
+                                                 target=target, options={"kernel": str(path)}))
+        self.store.set_bench_task(self.bench_id, ref.id, "running", run_id=run_id)
+        self.store.add_candidate(run_id, candidate)
+        evaluation = backend.evaluate(task, candidate, target=target)
+        self.store.add_evaluation(run_id, evaluation)
+        self.store.set_run_status(run_id, "done" if evaluation.ok else "failed")
+        from ..records import Attempt
+
+        best = Attempt(candidate, evaluation) if evaluation.ok else None
+        return result_of_run(self.store, run_id, best, time.monotonic() - t0, path if best else None)
+
+    def run_one(self, ref: TaskRef, backend: Backend, target: str) -> TaskResult:
+        if ref.problem:
+            result = TaskResult(ref.id, "error", f"the task cannot load: {ref.problem}")
+        elif self.config.kernels:
+            try:
+                result = self.judge_one(ref, backend, target)
+            except Exception as exc:
+                result = TaskResult(ref.id, "error", f"{type(exc).__name__}: {exc}"[:500])
+        else:
+            result = self.optimize_one(ref)
+        try:
+            result.notes = str(backend.load_task(ref.path).metadata.get("shortcut") or "") if not ref.problem else ""
+        except MaxKernelError:
+            pass
+        self.store.set_bench_task(self.bench_id, ref.id, "error" if result.status == "error" else "done",
+                                  run_id=result.run_id, result=result.to_dict())
+        return result
+
+
+def run_bench(settings: Settings, pm, config: BenchConfig | None = None, *, resume: str | None = None,
+              out: Path, progress: Progress | None = None, on_start: Callable[[str], None] | None = None,
+              on_tasks: Callable[[list[TaskRef]], None] | None = None) -> BenchResult:
+    """Run (or resume) a bench and write its report to ``out``; returns every task's result and the suite figures.
+
+    :param progress: called ``(event, ref, result)``: ``"start"`` before a task (sequential runs) and
+        ``"done"`` with its :class:`TaskResult` after it (also for tasks a resumed bench had finished).
+    :param on_start: called with the bench id once it is in the store.
+    :param on_tasks: called with the selected tasks before the first starts.
+    """
+    from .report import write_report
+
+    store = RunStore.open(settings.store.home)
+    if resume:
+        stored = store.get_bench(resume)
+        config, bench_id = BenchConfig(**stored["config"]), resume
+    else:
+        if config is None:
+            raise ValueError("run_bench needs a config or a bench id to resume")
+        bench_id = store.create_bench(asdict(config))
+    if on_start is not None:
+        on_start(bench_id)
+    target = config.target or settings.run.target
+    backend = pm.registries.get("backend", settings.run.backend).cls(settings)
+    try:
+        refs = select_tasks(backend, suite_root(config.suite, pm), config.tasks)
+        if on_tasks is not None:
+            on_tasks(refs)
+        bench = _Bench(settings, pm, store, bench_id, config, out)
+        results: dict[str, TaskResult] = {
+            tid: TaskResult.from_dict(row["result"]) for tid, row in bench.rows.items()
+            if row["status"] in ("done", "error") and row["result"]
+        }
+        todo = [r for r in refs if r.id not in results]
+        for ref in refs:
+            if ref.id in results and progress:
+                progress("done", ref, results[ref.id])
+        try:
+            _run_all(bench, todo, backend, target, max(config.jobs, 1), results, progress)
+        except KeyboardInterrupt:
+            store.set_bench_status(bench_id, "interrupted")
+            raise
+        ordered = [results[r.id] for r in refs]
+        store.set_bench_status(bench_id, "done")
+        bench_result = BenchResult(bench_id, config, ordered, suite_metrics(ordered), out, target)
+        write_report(bench_result)
+        return bench_result
+    finally:
+        backend.close()
+
+
+def _run_all(bench: _Bench, todo: list[TaskRef], backend: Backend, target: str, jobs: int,
+             results: dict[str, TaskResult], progress: Progress | None) -> None:
+    def finished(ref: TaskRef, result: TaskResult) -> None:
+        results[ref.id] = result
+        if progress:
+            progress("done", ref, result)
+
+    if jobs == 1:  # in this thread, so Ctrl-C reaches the run and leaves it resumable
+        for ref in todo:
+            if progress:
+                progress("start", ref, None)
+            finished(ref, bench.run_one(ref, backend, target))
+        return
+    pool = concurrent.futures.ThreadPoolExecutor(jobs)
+    try:
+        futures = {pool.submit(bench.run_one, ref, backend, target): ref for ref in todo}
+        for future in concurrent.futures.as_completed(futures):
+            finished(futures[future], future.result())
+    except KeyboardInterrupt:
+        # Rows already written stay; unfinished tasks resume their runs with --resume.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()

@@ -1,0 +1,90 @@
+"""``maxkernel bench``: a suite of tasks through a strategy (or ready kernels), with a progress bar and a report."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .app import app_for
+from .main import cli
+
+
+@cli.command("bench")
+@click.option("--suite", default="jaxbench", show_default=True,
+              help="A registered suite (maxkernel plugins) or a folder of tasks (MaxKernel folders or JAXBench modules).")
+@click.option("--tasks", "pattern", default="*", show_default=True, help="Glob over task ids, e.g. '*p_*' or '1?k_*'.")
+@click.option("--strategy", help="Strategy for each task (default run.strategy).")
+@click.option("--provider", help="LLM provider (default run.provider; offline needs no key).")
+@click.option("--model", help="Model name for the provider.")
+@click.option("--target", help="TPU generation: v4, v5e, v5p, v6e, 7x.")
+@click.option("--budget", type=int, help="At most this many evaluations per task.")
+@click.option("--seed", type=int)
+@click.option("--kernels", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Judge ready kernels (ID.py or ID/kernel.py per task) instead of running a strategy.")
+@click.option("--jobs", type=int, default=1, show_default=True, help="Tasks in flight at once.")
+@click.option("--resume", metavar="BENCH_ID", help="Continue a stopped or killed bench.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("maxkernel-bench"),
+              show_default=True, help="Output folder: results.json/.csv, report.md, report.html, tasks/ID/.")
+@click.pass_context
+def bench_cmd(ctx, suite, pattern, strategy, provider, model, target, budget, seed, kernels, jobs, resume, out) -> int:
+    """Run every task of a suite and report compile/correctness rates, speedups and fast_p."""
+    from ..bench import BenchConfig, run_bench
+
+    app = app_for(ctx)
+    console = Console(stderr=True)
+    config = BenchConfig(suite, pattern, strategy, provider, model, target, budget, seed,
+                         str(kernels.resolve()) if kernels else None, jobs)
+    if not kernels:  # fail on an unknown strategy or provider, or a missing key, before any task starts
+        from ..llm_roles import resolve_role_llms
+
+        app.override(run__strategy=(strategy, "--strategy"), run__provider=(provider, "--provider"),
+                     run__model=(model, "--model"))
+        app.pm.registries.get("strategy", app.settings.run.strategy)
+        resolve_role_llms(app.pm.registries, app.settings)
+    state = {"bench": resume}
+    progress = Progress(TextColumn("[bold]bench[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=console, transient=False)
+    bar = progress.add_task("starting", total=None)
+
+    def started(bench_id: str) -> None:
+        state["bench"] = bench_id
+        console.print(f"bench {bench_id} (resume with: maxkernel bench --resume {bench_id} --out {out})")
+
+    def on_task(event: str, ref, result) -> None:
+        if event == "start":
+            progress.update(bar, description=f"{ref.id} ...")
+            return
+        mark = {"correct": "[green]correct[/]", "failed": "[yellow]failed[/]", "error": "[red]error[/]"}[result.status]
+        speed = f" {result.speedup:.2f}x ({result.speedup_kind})" if result.speedup else ""
+        progress.console.print(f"  {ref.id}: {mark}{speed}" + ("" if result.correct else f" - {result.reason[:150]}"))
+        progress.advance(bar)
+
+    try:
+        with progress:
+            result = run_bench(app.settings, app.pm, None if resume else config, resume=resume, out=out,
+                               progress=on_task, on_start=started,
+                               on_tasks=lambda refs: progress.update(bar, total=len(refs), description="running"))
+    except KeyboardInterrupt:
+        console.print(f"Interrupted. Finished tasks are stored; continue with: "
+                      f"maxkernel bench --resume {state['bench'] or 'BENCH_ID'} --out {out}")
+        os._exit(130)  # task threads may still be inside a run; their results are stored as they finish
+    _print_summary(console, result)
+    return 0
+
+
+def _print_summary(console: Console, result) -> None:
+    from ..bench.report import summary_lines
+
+    table = Table("task", "status", "speedup", "reason", title=f"bench {result.bench_id}", show_lines=False)
+    for r in result.results:
+        speed = f"{r.speedup:.2f}x {'est.' if r.speedup_kind == 'estimated' else 'meas.'}" if r.speedup else "-"
+        table.add_row(r.task_id, r.status, speed, "" if r.correct else r.reason[:90])
+    console.print(table)
+    for line in summary_lines(result):
+        click.echo(line)
+    click.echo(f"Report: {result.out / 'report.html'} (and report.md, results.json, results.csv)")
