@@ -35,6 +35,11 @@ class BenchRecords:
         return {"id": row["id"], "status": row["status"], "created_at": row["created_at"],
                 "config": json.loads(row["config_json"])}
 
+    def list_benches(self, limit: int = 20) -> list[dict[str, Any]]:
+        """Newest first."""
+        rows = self._rows("SELECT id FROM benches ORDER BY created_at DESC LIMIT ?", limit)
+        return [self.get_bench(r["id"]) for r in rows]
+
     def set_bench_status(self, bench_id: str, status: str) -> None:
         with self._tx() as c:
             c.execute("UPDATE benches SET status = ?, updated_at = ? WHERE id = ?", (status, time.time(), bench_id))

@@ -103,7 +103,10 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
     })
     for i, s in enumerate(sets):
         stage(f"reference outputs, set {i}")
-        outputs = _flat(jax.jit(lambda *d, _s=s["static"]: fn(*d, *_s))(*s["dynamic"]))
+        # The expected values are the exact math: on a TPU, float32 matmuls default to one bf16
+        # pass, and a kernel that really computes in float32 must not be judged against that.
+        with jax.default_matmul_precision("highest"):
+            outputs = _flat(jax.jit(lambda *d, _s=s["static"]: fn(*d, *_s))(*s["dynamic"]))
         dyn = [np.asarray(a) for a in s["dynamic"]]
         emit({"type": "reference_set", "index": i, "how": s["how"], "static": task_inputs.encode_static(s["static"]),
               "n_inputs": len(dyn)}, dyn + outputs)
