@@ -1,0 +1,58 @@
+"""The whole JaxBench suite with the offline provider and the auto strategy, as `maxkernel bench` runs it.
+
+    .venv/bin/python benchmarks/offline_sweep.py [--jobs 2] [--tasks GLOB] [--budget N] [--out DIR]
+
+Prints the wall time of every task and of the sweep (target: under 30 minutes
+on 2 cores) and the suite figures (compile and correctness rates, geometric
+mean of the estimated speedups over correct tasks, fast_p). Each task is an
+ordinary run in a throwaway store; the report lands in --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+TARGET_MINUTES = 30
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--tasks", default="*")
+    parser.add_argument("--budget", type=int, default=None, help="evaluations per task (default: the strategy's own)")
+    parser.add_argument("--target", default="v5e")
+    parser.add_argument("--out", type=Path, default=Path("maxkernel-bench-offline"))
+    args = parser.parse_args()
+
+    from maxkernel_core.bench import BenchConfig, run_bench
+    from maxkernel_core.bench.report import summary_lines
+    from maxkernel_core.config import Settings
+    from maxkernel_core.plugins import get_plugin_manager
+
+    settings = Settings()
+    settings.store.home = tempfile.mkdtemp(prefix="maxkernel-sweep-")
+    pm = get_plugin_manager()
+    config = BenchConfig("jaxbench", args.tasks, "auto", "offline", None, args.target, args.budget, 0, None, args.jobs)
+    t0 = time.monotonic()
+
+    def progress(event, ref, result):
+        if event == "done":
+            speed = f"{result.speedup:6.2f}x est." if result.speedup else "    -      "
+            print(f"{ref.id:58s} {result.status:8s} {speed} {result.wall_s:7.1f} s  {'' if result.correct else result.reason[:70]}",
+                  flush=True)
+
+    result = run_bench(settings, pm, config, out=args.out, progress=progress)
+    total = time.monotonic() - t0
+    print()
+    for line in summary_lines(result):
+        print(line)
+    print(f"wall time: {total / 60:.1f} min for {len(result.results)} tasks with {args.jobs} jobs "
+          f"(target under {TARGET_MINUTES} min: {'met' if total < TARGET_MINUTES * 60 else 'NOT met'}); "
+          f"report: {args.out / 'report.html'}")
+
+
+if __name__ == "__main__":
+    main()
