@@ -69,3 +69,22 @@ def test_killed_graph_search_resumes_without_losing_or_repeating_a_node(tmp_path
     assert len(codes) == len(set(codes))  # no candidate judged twice
     edges = [(e.parent_id, e.child_id) for e in store.edges(run_id)]
     assert len(edges) == len(set(edges)) == len(nodes_after) - 1
+
+
+def test_parallel_independent_searches_explore_apart_and_judge_each_kernel_once(tmp_path):
+    settings = Settings()
+    settings.store.home = str(tmp_path / "home")
+    settings.strategy["graph"] = {"beam_width": 1, "depth": 2, "expansions": 1, "searches": 3}
+    result = optimize(TASKS / "rmsnorm", settings=settings, strategy="graph", provider="offline", seed=0,
+                      out=tmp_path / "out")
+    store = RunStore(tmp_path / "home" / "runs.db")
+    assert result.status == "ok"
+    edges = store.edges(result.run_id)
+    searches = {e.description for e in edges}
+    assert len(searches) >= 2 and searches <= {"search 0", "search 1", "search 2"}  # more than one search grew
+    evaluated = [e.candidate_id for e in store.evaluations(result.run_id)]
+    codes = {c.id: c.code for c in store.candidates(result.run_id)}
+    judged = [codes[c] for c in evaluated]
+    assert len(judged) == len(set(judged))  # a kernel two searches reach is judged once
+    scored = [n.score for n in store.nodes(result.run_id) if n.score is not None]
+    assert result.best.evaluation.profile.seconds == pytest.approx(min(scored))

@@ -13,7 +13,14 @@ seed gives the same graph. Every node and edge is stored before the next
 expansion, and ``--resume`` reuses every stored verdict instead of judging a
 candidate twice.
 
-Options (``[strategy.graph]``): beam_width (3), depth (3), expansions (2), concurrency (2).
+Parallel independent search (``searches`` > 1): that many beams grow from the
+same root side by side, each with its own random stream (so each explores
+other moves first) and its own beam; their children are judged together in
+one concurrent batch per depth, and a kernel two searches reach is judged
+once. The best verified node of any search is the result. It trades a few
+more evaluations for less chance of every beam settling in one local optimum.
+
+Options (``[strategy.graph]``): beam_width (3), depth (3), expansions (2), concurrency (2), searches (1).
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from maxkernel_core.errors import ConfigError
 from .auto import session_key
 from .tunables import neighbour_points, tunables, with_values
 
-DEFAULTS = {"beam_width": 3, "depth": 3, "expansions": 2, "concurrency": 2}
+DEFAULTS = {"beam_width": 3, "depth": 3, "expansions": 2, "concurrency": 2, "searches": 1}
 
 
 def score(attempt) -> float:
@@ -52,24 +59,32 @@ class GraphSearch(Strategy):
 
     def run(self, session):
         self.session = session
-        self.rng = random.Random(session.config.seed)
+        searches = self.option("searches")
+        seed = session.config.seed
+        # One stream per search; a single search keeps the plain seed.
+        self.rngs = [random.Random(seed if searches == 1 else f"{seed}/search-{i}") for i in range(searches)]
         self.judged = {session_key(a.candidate.code): a for a in session.history}  # resume: reuse verdicts
         self.nodes = {n.candidate_id: n for n in session.store.nodes(session.run_id)}
         root = self._root()
         if root is None:
             return session.finish()
-        beam = [root]
+        beams = [[root] for _ in range(searches)]
         for depth in range(1, self.option("depth") + 1):
             if session.config.budget is not None and len(session.history) >= session.config.budget:
                 break
-            children = self._expand(beam, depth)
-            pool = {pair[0].id: pair for pair in [*beam, *children]}
+            grown = self._expand(beams, depth)
+            pools = [{pair[0].id: pair for pair in [*beam, *children]} for beam, children in zip(beams, grown)]
             # ties broken by the code itself, never by random ids: the same seed must give the same beam
-            ranked = sorted(pool.values(), key=lambda pair: (score(pair[1]), session_key(pair[1].candidate.code)))
-            beam = [pair for pair in ranked if score(pair[1]) < float("inf")][: self.option("beam_width")]
-            for node, attempt in pool.values():
-                self._store(attrs.evolve(node, in_beam=any(node.id == b[0].id for b in beam), score=_finite(score(attempt))))
-            if not beam:
+            beams = [[pair for pair in sorted(pool.values(), key=lambda p: (score(p[1]), session_key(p[1].candidate.code)))
+                      if score(pair[1]) < float("inf")][: self.option("beam_width")] for pool in pools]
+            in_beam = {node.id for beam in beams for node, _ in beam}
+            seen = set()
+            for pool in pools:
+                for node, attempt in pool.values():
+                    if node.id not in seen:
+                        seen.add(node.id)
+                        self._store(attrs.evolve(node, in_beam=node.id in in_beam, score=_finite(score(attempt))))
+            if not any(beams):
                 break
         return session.finish()
 
@@ -112,10 +127,10 @@ class GraphSearch(Strategy):
             self.judged[session_key(attempt.candidate.code)] = attempt
         return self._node_for(attempt, None, 0), attempt
 
-    def _children_of(self, node: SearchNode, attempt) -> list[tuple[str, Candidate]]:
+    def _children_of(self, node: SearchNode, attempt, rng: random.Random) -> list[tuple[str, Candidate]]:
         code = attempt.candidate.code
         moves = neighbour_points(tunables(code), 64)
-        self.rng.shuffle(moves)
+        rng.shuffle(moves)
         children = []
         for move, point in moves:
             child_code = with_values(code, point)
@@ -131,18 +146,25 @@ class GraphSearch(Strategy):
                 children.append((f"planner idea: {plan.summary[:80]}", self.session.implement(plan)))
         return children
 
-    def _expand(self, beam, depth: int):
-        work = [(node, move, child) for node, attempt in beam for move, child in self._children_of(node, attempt)]
+    def _expand(self, beams, depth: int):
+        """Children of every beam node of every search, judged in one concurrent batch (each code once)."""
+        work = [(i, node, move, child) for i, beam in enumerate(beams) for node, attempt in beam
+                for move, child in self._children_of(node, attempt, self.rngs[i])]
+        unique: dict[str, Candidate] = {}
+        for *_, child in work:
+            unique.setdefault(session_key(child.code), child)
         with ThreadPoolExecutor(max_workers=self.option("concurrency")) as pool:
-            attempts = list(pool.map(lambda item: self._judge(item[2]), work))
-        children = []
-        for (parent, move, _), attempt in zip(work, attempts):  # stored in a fixed order: seeded runs match
-            known = attempt.candidate.id in self.nodes  # resumed: node and edge are stored already
+            verdicts = dict(zip(unique, pool.map(self._judge, unique.values())))
+        grown: list[list] = [[] for _ in beams]
+        for i, parent, move, child in work:  # stored in a fixed order: seeded runs match
+            attempt = verdicts[session_key(child.code)]
+            known = attempt.candidate.id in self.nodes  # resumed, or reached by another search: stored already
             node = self._node_for(attempt, parent, depth)
             if not known:
-                self.session.add_edge(SearchEdge(self.session.run_id, parent.id, node.id, move))
-            children.append((node, attempt))
-        return children
+                note = f"search {i}" if len(beams) > 1 else ""
+                self.session.add_edge(SearchEdge(self.session.run_id, parent.id, node.id, move, note))
+            grown[i].append((node, attempt))
+        return grown
 
 
 def _finite(value: float) -> float | None:
