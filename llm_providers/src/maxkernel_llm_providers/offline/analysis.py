@@ -25,7 +25,7 @@ import jax
 from attrs import define, field
 from jax.extend import core as jex_core
 
-INLINE = {"pjit": "jaxpr", "closed_call": "call_jaxpr", "custom_jvp_call": "call_jaxpr",
+INLINE = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "custom_jvp_call": "call_jaxpr",
           "custom_vjp_call": "call_jaxpr", "custom_vjp_call_jaxpr": "fun_jaxpr", "remat": "jaxpr",
           "checkpoint": "jaxpr"}
 ELEMENTWISE = frozenset("""add sub mul div max min pow atan2 rem neg exp exp2 log log1p expm1 tanh logistic sqrt rsqrt
