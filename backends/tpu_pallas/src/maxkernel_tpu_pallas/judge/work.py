@@ -27,7 +27,7 @@ shift_right_logical shift_right_arithmetic population_count reduce_sum reduce_ma
 reduce_and reduce_or reduce_xor argmax argmin cumsum cumprod cummax cummin cumlogsumexp reduce_precision
 sort top_k
 """.split())
-MATMUL = frozenset({"dot_general", "conv_general_dilated"})
+MATMUL = frozenset({"dot_general", "ragged_dot_general", "conv_general_dilated"})
 CALLBACKS = frozenset({"pure_callback", "io_callback", "callback", "host_callback", "outside_call"})
 KERNELS = frozenset({"pallas_call"})
 
@@ -38,7 +38,10 @@ def _size(aval: Any) -> int:
 
 
 def _dot_flops(eqn) -> int:
-    (lhs_contract, _), _ = eqn.params["dimension_numbers"]
+    if eqn.primitive.name == "ragged_dot_general":  # grouped matmul: each row meets one group's matrix
+        (lhs_contract, _), _ = eqn.params["ragged_dot_dimension_numbers"].dot_dimension_numbers
+    else:
+        (lhs_contract, _), _ = eqn.params["dimension_numbers"]
     lhs = eqn.invars[0].aval
     contracted = math.prod(lhs.shape[d] for d in lhs_contract) if lhs_contract else 1
     return 2 * _size(eqn.outvars[0].aval) * contracted
@@ -102,7 +105,7 @@ def work_stats(closed_jaxpr) -> dict[str, Any]:
             if name in CALLBACKS:
                 stats["callbacks"].append(name)
             where = "kernel" if in_kernel else "glue"
-            if name == "dot_general":
+            if name in ("dot_general", "ragged_dot_general"):
                 stats[f"{where}_flops"] += times * _dot_flops(eqn)
             elif name == "conv_general_dilated":
                 stats[f"{where}_flops"] += times * _conv_flops(eqn)
