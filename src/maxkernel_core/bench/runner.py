@@ -150,13 +150,26 @@ class _Bench:
             return TaskResult(ref.id, "failed", f"no kernel for this task in {folder} ({ref.id}.py or {ref.id}/kernel.py)")
         t0 = time.monotonic()
         task = backend.load_task(ref.path)
-        candidate = Candidate(task.id, path.read_text(), provenance=Provenance(role="user", transformation=f"file {path}"))
-        run_id = self.store.create_run(RunConfig(task.id, strategy="kernels", provider="none", backend=backend.name,
-                                                 target=target, options={"kernel": str(path)}))
-        self.store.set_bench_task(self.bench_id, ref.id, "running", run_id=run_id)
-        self.store.add_candidate(run_id, candidate)
-        evaluation = backend.evaluate(task, candidate, target=target)
-        self.store.add_evaluation(run_id, evaluation)
+        row = self.rows.get(ref.id) or {}
+        run_id = row.get("run_id") if row.get("status") == "running" else None
+        stored = self.store.candidates(run_id) if run_id else []
+        if stored:  # a killed bench left this task's run behind: finish that run, don't start another
+            candidate = stored[0]
+            verdicts = self.store.evaluations(run_id)
+        else:
+            candidate = Candidate(task.id, path.read_text(),
+                                  provenance=Provenance(role="user", transformation=f"file {path}"))
+            run_id = run_id or self.store.create_run(RunConfig(
+                task.id, strategy="kernels", provider="none", backend=backend.name, target=target,
+                options={"kernel": str(path)}))
+            self.store.set_bench_task(self.bench_id, ref.id, "running", run_id=run_id)
+            self.store.add_candidate(run_id, candidate)
+            verdicts = []
+        if verdicts:
+            evaluation = verdicts[-1]
+        else:
+            evaluation = backend.evaluate(task, candidate, target=target)
+            self.store.add_evaluation(run_id, evaluation)
         self.store.set_run_status(run_id, "done" if evaluation.ok else "failed")
         from ..records import Attempt
 
@@ -196,18 +209,16 @@ def run_bench(settings: Settings, pm, config: BenchConfig | None = None, *, resu
 
     store = RunStore.open(settings.store.home)
     if resume:
-        stored = store.get_bench(resume)
-        config, bench_id = BenchConfig(**stored["config"]), resume
-    else:
-        if config is None:
-            raise ValueError("run_bench needs a config or a bench id to resume")
-        bench_id = store.create_bench(asdict(config))
-    if on_start is not None:
-        on_start(bench_id)
+        config = BenchConfig(**store.get_bench(resume)["config"])
+    elif config is None:
+        raise ValueError("run_bench needs a config or a bench id to resume")
     target = config.target or settings.run.target
     backend = pm.registries.get("backend", settings.run.backend).cls(settings)
     try:
-        refs = select_tasks(backend, suite_root(config.suite, pm), config.tasks)
+        refs = select_tasks(backend, suite_root(config.suite, pm), config.tasks)  # bad input stores nothing
+        bench_id = resume or store.create_bench(asdict(config))
+        if on_start is not None:
+            on_start(bench_id)
         if on_tasks is not None:
             on_tasks(refs)
         bench = _Bench(settings, pm, store, bench_id, config, out)

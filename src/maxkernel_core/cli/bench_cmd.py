@@ -64,11 +64,16 @@ def bench_cmd(ctx, suite, pattern, strategy, provider, model, target, budget, se
         progress.console.print(f"  {ref.id}: {mark}{speed}" + ("" if result.correct else f" - {result.reason[:150]}"))
         progress.advance(bar)
 
+    def on_tasks(refs) -> None:  # the bar appears once the suite is known to be good
+        progress.update(bar, total=len(refs), description="running")
+        progress.start()
+
     try:
-        with progress:
+        try:
             result = run_bench(app.settings, app.pm, None if resume else config, resume=resume, out=out,
-                               progress=on_task, on_start=started,
-                               on_tasks=lambda refs: progress.update(bar, total=len(refs), description="running"))
+                               progress=on_task, on_start=started, on_tasks=on_tasks)
+        finally:
+            progress.stop()
     except KeyboardInterrupt:
         console.print(f"Interrupted. Finished tasks are stored; continue with: "
                       f"maxkernel bench --resume {state['bench'] or 'BENCH_ID'} --out {out}")
