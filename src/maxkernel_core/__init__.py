@@ -10,6 +10,7 @@ found through the ``maxkernel`` entry-point group.
 from .errors import (
     CandidateFailed,
     ConfigError,
+    ExecutorError,
     MaxKernelError,
     PluginError,
     ProviderError,
@@ -18,7 +19,7 @@ from .errors import (
     UnknownPluginError,
 )
 from .hookspecs import hookimpl
-from .interfaces import Backend, LLMMessage, LLMProvider, LLMRequest, LLMResponse, Readiness, Strategy, TaskRef, TaskSuite
+from .interfaces import Backend, Executor, LLMMessage, LLMProvider, LLMRequest, LLMResponse, Readiness, Strategy, TaskRef, TaskSuite
 from .plugins import get_plugin_manager
 from .records import (
     Attempt,
@@ -42,7 +43,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Attempt", "Backend", "Candidate", "CandidateFailed", "CheckResult", "ConfigError", "EvalStatus",
-    "Evaluation", "LLMMessage", "LLMProvider", "LLMRequest", "LLMResponse", "MaxKernelError", "Plan",
+    "Evaluation", "Executor", "ExecutorError", "LLMMessage", "LLMProvider", "LLMRequest", "LLMResponse", "MaxKernelError", "Plan",
     "PluginError", "Profile", "Provenance", "ProviderError", "Readiness", "RunConfig", "SearchEdge",
     "SearchNode", "StoreError", "Strategy", "Task", "TaskError", "TaskRef", "TaskSuite", "TestReport",
     "UnknownPluginError", "from_json", "get_plugin_manager", "hookimpl", "optimize", "to_json",

@@ -99,6 +99,21 @@ class PluginSettings:
 
 
 @define
+class ExecutorSettings:
+    #: Where evaluations run: "local" (this machine's worker pool) or an executor plugin ("ray").
+    name: str = "local"
+    #: The cluster to use: for ray, "auto" (the cluster this machine belongs to), "ray://HOST:10001"
+    #: (Ray Client) or "HOST:6379"; unset: RAY_ADDRESS, else a cluster started on this machine.
+    address: str | None = None
+    #: Resources one evaluation holds, e.g. {TPU = 1} (default: TPU when the cluster has TPUs, else CPU).
+    resources: dict[str, float] = field(factory=dict)
+    #: Evaluations in flight at once (unset: local, no limit; ray, what the cluster's resources allow).
+    concurrency: int | None = None
+    #: Times an evaluation lost with its host is retried on another before the run stops.
+    max_retries: int = 3
+
+
+@define
 class StoreSettings:
     #: Folder of the run store; default: the user data dir.
     home: str | None = None
@@ -112,6 +127,7 @@ class Settings:
     llm: LLMSettings = field(factory=LLMSettings)
     plugins: PluginSettings = field(factory=PluginSettings)
     store: StoreSettings = field(factory=StoreSettings)
+    executor: ExecutorSettings = field(factory=ExecutorSettings)
     #: Free-form options per strategy, ``[strategy.graph] beam_width = 3``; each
     #: strategy validates its own table.
     strategy: dict[str, dict[str, Any]] = field(factory=dict)
@@ -173,6 +189,8 @@ def _describe(tp: Any) -> str:
         return _describe(args[0]) + " (or unset)"
     if origin is list:
         return "a list of strings"
+    if origin is dict:
+        return "a table of numbers (NAME=N,... in an environment variable or flag)"
     return {str: "a string", int: "an integer", float: "a number", bool: "true or false"}.get(tp, str(tp))
 
 
@@ -190,6 +208,16 @@ def _coerce(value: Any, tp: Any, *, from_text: bool) -> Any:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ValueError
         return list(value)
+    if origin is dict:  # a table of numbers: [executor.resources] TPU = 1, or "TPU=1,CPU=2" as text
+        if from_text and isinstance(value, str):
+            pairs = [p.partition("=") for p in value.split(",") if p.strip()]
+            if any(not sep for _, sep, _ in pairs):
+                raise ValueError
+            value = {k.strip(): float(v) for k, _, v in pairs}
+        if not isinstance(value, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) for k, v in value.items()):
+            raise ValueError
+        return {k: float(v) for k, v in value.items()}
     if tp is bool:
         if from_text and isinstance(value, str):
             low = value.strip().lower()

@@ -43,6 +43,10 @@ class ProviderError(MaxKernelError):
     """An LLM provider is not ready (missing key) or failed beyond its retries."""
 
 
+class ExecutorError(MaxKernelError):
+    """An evaluation executor cannot start (missing package, unreachable cluster) or kept losing an evaluation."""
+
+
 class CandidateFailed(MaxKernelError):
     """A candidate kernel did not pass evaluation (the CLI exits 1, not 2)."""
 

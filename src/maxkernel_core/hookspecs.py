@@ -89,6 +89,18 @@ def register_task_suites(register: Callable[..., None]) -> None:
 
 
 @hookspec
+def register_executors(register: Callable[..., None]) -> None:
+    """Register executor classes: where evaluations run (this machine's pool, a cluster).
+
+    :param register: call ``register(ExecutorClass)`` for each
+        :class:`~maxkernel_core.interfaces.Executor` subclass; it is registered
+        under ``ExecutorClass.name`` and selected with ``--executor NAME`` or
+        ``executor.name`` in config.
+    :returns: nothing; every implementation is called.
+    """
+
+
+@hookspec
 def register_commands(cli: click.Group) -> None:
     """Add subcommands to the ``maxkernel`` command line.
 

@@ -1,4 +1,4 @@
-"""What a backend, a strategy and an LLM provider must offer.
+"""What a backend, an executor, a strategy and an LLM provider must offer.
 
 Plugins register classes that subclass these through the ``register_*`` hooks in
 :mod:`maxkernel_core.hookspecs`. The core only ever talks to plugins through
@@ -74,6 +74,39 @@ class Backend(abc.ABC):
 
     def close(self) -> None:
         """Release worker processes and other resources."""
+
+
+class Executor(abc.ABC):
+    """Where a backend's evaluations run: this machine's worker pool, or the hosts of a cluster.
+
+    An executor only moves work: the verdict is always the named backend's own judge (its
+    sandboxed worker pool), on whatever host runs it. Candidate code never runs in the
+    executor's own processes. It must be safe to call :meth:`evaluate` from several threads.
+    """
+
+    #: The name users select with ``--executor`` and config ``executor.name``.
+    name: ClassVar[str]
+    #: One line for ``maxkernel plugins`` and ``--help``.
+    description: ClassVar[str] = ""
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings
+
+    @property
+    def max_concurrency(self) -> int:
+        """How many evaluations it can usefully run at once (callers size their thread pools by it)."""
+        return 1
+
+    @abc.abstractmethod
+    def evaluate(self, backend: Backend, task: Task, candidate: Candidate, *, target: str) -> Evaluation:
+        """Judge ``candidate`` with ``backend``'s judge (or the same backend's, by name, on another host).
+
+        Raises :class:`~maxkernel_core.errors.ExecutorError` when the evaluation could not be
+        run at all (it never turns a lost host into a verdict on the candidate).
+        """
+
+    def close(self) -> None:
+        """Release hosts, connections and worker processes."""
 
 
 class TaskSuite:

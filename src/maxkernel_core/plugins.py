@@ -25,7 +25,7 @@ from attrs import frozen
 
 from . import hookspecs
 from .errors import PluginError, UnknownPluginError
-from .interfaces import Backend, LLMProvider, Strategy, TaskSuite
+from .interfaces import Backend, Executor, LLMProvider, Strategy, TaskSuite
 
 ENTRY_POINT_GROUP = "maxkernel"
 
@@ -35,6 +35,7 @@ DISCOVERY_HOOKS: dict[str, tuple[str, type]] = {
     "register_strategies": ("strategy", Strategy),
     "register_llm_providers": ("llm_provider", LLMProvider),
     "register_task_suites": ("task_suite", TaskSuite),
+    "register_executors": ("executor", Executor),
 }
 
 
@@ -123,6 +124,10 @@ class Registries:
     @property
     def task_suites(self) -> dict[str, Registration]:
         return self.all("task_suite")
+
+    @property
+    def executors(self) -> dict[str, Registration]:
+        return self.all("executor")
 
     def suite_roots(self, backend: str) -> list:
         """The folders of the suites registered for ``backend``, by suite name."""

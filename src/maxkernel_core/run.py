@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from .config import Settings
+from .errors import UnknownPluginError
+from .interfaces import Executor
 from .llm import Budget, RetryPolicy
 from .llm_roles import TranscriptRecorder, resolve_role_llms
 from .plugins import get_plugin_manager
@@ -31,6 +33,18 @@ def task_search_paths(settings: Settings, pm, backend) -> tuple[Path, ...]:
             + tuple(pm.registries.suite_roots(backend.name)))
 
 
+def executor_for(settings: Settings, pm) -> Executor:
+    """The executor ``executor.name`` selects, started (a cluster executor connects here, before any work)."""
+    name = settings.executor.name
+    try:
+        cls = pm.registries.get("executor", name).cls
+    except UnknownPluginError as exc:
+        if name == "ray":  # the one executor the core ships an extra for: say how to get it
+            raise UnknownPluginError(f"{exc}; the Ray executor is an extra: pip install 'maxkernel[ray]'") from None
+        raise
+    return cls(settings)
+
+
 def run_config(settings: Settings, task_id: str) -> RunConfig:
     run = settings.run
     return RunConfig(task_id, run.strategy, run.provider, run.model, run.backend, run.target, run.budget, run.seed,
@@ -38,7 +52,8 @@ def run_config(settings: Settings, task_id: str) -> RunConfig:
 
 
 def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, resume: str | None = None,
-             out: str | Path | None = None, observers: tuple = (), on_start=None, **run_overrides: Any) -> RunResult:
+             out: str | Path | None = None, observers: tuple = (), on_start=None, executor: Executor | None = None,
+             **run_overrides: Any) -> RunResult:
     """Run a strategy on a task and return its result (the same record ``maxkernel run`` reports).
 
     :param task: a task id (searched in ``tasks.paths`` and the backend's suites) or a path.
@@ -46,6 +61,8 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
     :param resume: a run id to continue; its stored config wins over the settings.
     :param on_start: called with the run id once the run is in the store, before any work
         (``maxkernel bench`` records it so that a killed bench resumes this run).
+    :param executor: where candidates are judged; default: the one ``executor.name`` selects,
+        closed at the end (one passed in is left open for the caller's next run).
     """
     settings = settings or Settings()
     for key, value in run_overrides.items():
@@ -60,7 +77,9 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
     strategy_cls = pm.registries.get("strategy", settings.run.strategy).cls
     llms = resolve_role_llms(pm.registries, settings)  # missing keys fail here, before any work
     backend = pm.registries.get("backend", settings.run.backend).cls(settings)
+    owned = executor is None
     try:
+        executor = executor or executor_for(settings, pm)  # a missing extra or a dead cluster fails before any work
         loaded = backend.load_task(task, task_search_paths(settings, pm, backend))
         config = store.get_run(resume).config if resume else run_config(settings, loaded.id)
         session = RunSession(
@@ -69,6 +88,7 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
             policy=RetryPolicy(max_retries=settings.llm.max_retries),
             recorder=TranscriptRecorder(settings.llm.record) if settings.llm.record else None,
             gate=threading.Semaphore(max(settings.llm.concurrency, 1)),  # model calls in flight at once
+            executor=executor,
         )
         session.observers.extend(observers)
         if on_start is not None:
@@ -86,6 +106,8 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
         write_outputs(result, loaded, config, store, Path(out or settings.run.out))
         return result
     finally:
+        if owned and executor is not None:
+            executor.close()
         backend.close()
 
 

@@ -16,7 +16,7 @@ from attrs import define, field, frozen
 
 from .errors import PluginError
 from .hookspecs import hookimpl
-from .interfaces import Backend, LLMRequest, LLMResponse
+from .interfaces import Backend, Executor, LLMRequest, LLMResponse
 from .llm import Budget, RetryPolicy, complete
 from .llm_roles import RoleLLM, TranscriptRecorder
 from .records import Attempt, Candidate, Evaluation, Plan, Profile, RunConfig, SearchEdge, SearchNode, Task, record
@@ -42,7 +42,15 @@ class AgentContext:
     #: the backend's knowledge pack and other run-wide context for prompts
     extras: dict[str, Any] = field(factory=dict)
     recorder: TranscriptRecorder | None = None
+    #: where evaluations run (``--executor``); None: the backend's own worker pool in this process
+    executor: Executor | None = None
     _gate: threading.Semaphore = field(factory=lambda: threading.Semaphore(4))
+
+    def judge(self, task: Task, candidate: Candidate) -> Evaluation:
+        """The backend's verdict on ``candidate``, run where the run's executor puts it (tester roles call this)."""
+        if self.executor is None:
+            return self.backend.evaluate(task, candidate, target=self.config.target)
+        return self.executor.evaluate(self.backend, task, candidate, target=self.config.target)
 
     def llm_for(self, role: str) -> RoleLLM:
         llm = self.llms.get(role) or self.llms.get("default")

@@ -20,7 +20,7 @@ from attrs import asdict, define, frozen
 
 from ..config import Settings
 from ..errors import MaxKernelError, TaskError
-from ..interfaces import Backend, TaskRef
+from ..interfaces import Backend, Executor, TaskRef
 from ..records import Candidate, Provenance, RunConfig
 from ..store import RunStore
 from .metrics import TaskResult, suite_metrics
@@ -106,9 +106,11 @@ def best_task_id(store: RunStore, run_id: str) -> str:
 
 
 class _Bench:
-    def __init__(self, settings: Settings, pm, store: RunStore, bench_id: str, config: BenchConfig, out: Path) -> None:
+    def __init__(self, settings: Settings, pm, store: RunStore, bench_id: str, config: BenchConfig, out: Path,
+                 executor: Executor) -> None:
         self.settings, self.pm, self.store, self.bench_id, self.config, self.out = settings, pm, store, bench_id, config, out
         self.rows = store.bench_tasks(bench_id)
+        self.executor = executor  # one for the whole bench: a cluster's hosts stay warm from task to task
 
     def task_settings(self) -> Settings:
         s = copy.deepcopy(self.settings)
@@ -133,7 +135,7 @@ class _Bench:
         t0 = time.monotonic()
         try:
             result = optimize(ref.path, settings=self.task_settings(), pm=self.pm, resume=resume, out=out,
-                              on_start=on_start)
+                              on_start=on_start, executor=self.executor)
         except MaxKernelError as exc:
             return TaskResult(ref.id, "error", str(exc)[:500], run_id=started.get("run"), wall_s=time.monotonic() - t0)
         except Exception as exc:  # a plugin's bug on one task must not stop the suite
@@ -168,7 +170,7 @@ class _Bench:
         if verdicts:
             evaluation = verdicts[-1]
         else:
-            evaluation = backend.evaluate(task, candidate, target=target)
+            evaluation = self.executor.evaluate(backend, task, candidate, target=target)
             self.store.add_evaluation(run_id, evaluation)
         self.store.set_run_status(run_id, "done" if evaluation.ok else "failed")
         from ..records import Attempt
@@ -205,6 +207,7 @@ def run_bench(settings: Settings, pm, config: BenchConfig | None = None, *, resu
     :param on_start: called with the bench id once it is in the store.
     :param on_tasks: called with the selected tasks before the first starts.
     """
+    from ..run import executor_for
     from .report import write_report
 
     store = RunStore.open(settings.store.home)
@@ -214,14 +217,16 @@ def run_bench(settings: Settings, pm, config: BenchConfig | None = None, *, resu
         raise ValueError("run_bench needs a config or a bench id to resume")
     target = config.target or settings.run.target
     backend = pm.registries.get("backend", settings.run.backend).cls(settings)
+    executor = None
     try:
         refs = select_tasks(backend, suite_root(config.suite, pm), config.tasks)  # bad input stores nothing
+        executor = executor_for(settings, pm)  # nor does a missing extra or an unreachable cluster
         bench_id = resume or store.create_bench(asdict(config))
         if on_start is not None:
             on_start(bench_id)
         if on_tasks is not None:
             on_tasks(refs)
-        bench = _Bench(settings, pm, store, bench_id, config, out)
+        bench = _Bench(settings, pm, store, bench_id, config, out, executor)
         results: dict[str, TaskResult] = {
             tid: TaskResult.from_dict(row["result"]) for tid, row in bench.rows.items()
             if row["status"] in ("done", "error") and row["result"]
@@ -241,6 +246,8 @@ def run_bench(settings: Settings, pm, config: BenchConfig | None = None, *, resu
         write_report(bench_result)
         return bench_result
     finally:
+        if executor is not None:
+            executor.close()
         backend.close()
 
 

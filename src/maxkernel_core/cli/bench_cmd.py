@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from .app import app_for
+from .commands import executor_options, override_executor
 from .main import cli
 
 
@@ -30,12 +31,15 @@ from .main import cli
 @click.option("--resume", metavar="BENCH_ID", help="Continue a stopped or killed bench.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("maxkernel-bench"),
               show_default=True, help="Output folder: results.json/.csv, report.md, report.html, tasks/ID/.")
+@executor_options
 @click.pass_context
-def bench_cmd(ctx, suite, pattern, strategy, provider, model, target, budget, seed, kernels, jobs, resume, out) -> int:
+def bench_cmd(ctx, suite, pattern, strategy, provider, model, target, budget, seed, kernels, jobs, resume, out,
+              executor, ray_address) -> int:
     """Run every task of a suite and report compile/correctness rates, speedups and fast_p."""
     from ..bench import BenchConfig, run_bench
 
     app = app_for(ctx)
+    override_executor(app, executor, ray_address)  # not part of the bench's config: a resume may move hosts
     console = Console(stderr=True)
     config = BenchConfig(suite, pattern, strategy, provider, model, target, budget, seed,
                          str(kernels.resolve()) if kernels else None, jobs)

@@ -29,6 +29,21 @@ def _echo_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
+def executor_options(command):
+    """``--executor`` and ``--ray-address``, shared by ``run`` and ``bench``."""
+    command = click.option("--ray-address", metavar="auto|ray://HOST:PORT",
+                           help="The Ray cluster to judge on (executor.address); implies --executor ray.")(command)
+    return click.option("--executor", metavar="NAME",
+                        help="Where candidates are judged: local (this machine, the default) or ray "
+                             "(executor.name; see docs/distributed.md).")(command)
+
+
+def override_executor(app: App, executor: str | None, ray_address: str | None) -> None:
+    if ray_address and not executor:
+        executor = "ray"
+    app.override(executor__name=(executor, "--executor"), executor__address=(ray_address, "--ray-address"))
+
+
 def _app() -> App:
     return app_for(click.get_current_context())
 
@@ -209,16 +224,18 @@ def providers_cmd(as_json: bool) -> None:
 @click.option("--seed", type=int)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Output folder (default run.out).")
 @click.option("--resume", "resume", metavar="RUN_ID", help="Continue a stopped or killed run.")
-def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resume) -> int:
+@executor_options
+def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resume, executor, ray_address) -> int:
     """Optimize a kernel for TASK; writes kernel.py and report.json to --out."""
     from rich.live import Live
 
-    from ..run import optimize
+    from ..run import executor_for, optimize
 
     app = _app()
     app.override(run__strategy=(strategy, "--strategy"), run__provider=(provider, "--provider"),
                  run__model=(model, "--model"), run__target=(target, "--target"), run__budget=(budget, "--budget"),
                  run__seed=(seed, "--seed"), run__out=(str(out) if out else None, "--out"))
+    override_executor(app, executor, ray_address)
     settings = app.settings
     console = Console(stderr=True)
     state = {"n": 0, "best": None, "line": "starting"}
@@ -250,11 +267,14 @@ def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resu
             live.update(render())
 
     interactive = app.pm.registries.get("strategy", settings.run.strategy).cls.interactive
+    # Started before the display: a missing extra or an unreachable cluster is one plain line.
+    executor = executor_for(settings, app.pm)
     live_display = contextlib.nullcontext(None) if interactive else Live(render(), console=console,
                                                                              refresh_per_second=4, transient=False)
-    with live_display as live:
+    with live_display as live, contextlib.closing(executor):
         try:
-            result = optimize(task_ref, settings=settings, pm=app.pm, resume=resume, observers=(observe,))
+            result = optimize(task_ref, settings=settings, pm=app.pm, resume=resume, observers=(observe,),
+                              executor=executor)
         except KeyboardInterrupt:
             if live is not None:
                 live.stop()

@@ -136,11 +136,11 @@ class ScriptedAgents:
 
 
 class FakeTester:
-    """A plugin implementing the tester role by asking ``ctx.backend.evaluate``."""
+    """A plugin implementing the tester role by asking ``ctx.judge`` (the backend, on the run's executor)."""
 
     @hookimpl(trylast=True)
     def agent_test(self, task, candidate, ctx):
-        return ctx.backend.evaluate(task, candidate, target=ctx.config.target)
+        return ctx.judge(task, candidate)
 
 
 @contextlib.contextmanager

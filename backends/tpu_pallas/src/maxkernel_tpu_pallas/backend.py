@@ -41,11 +41,15 @@ class TpuPallasBackend(Backend):
 
     def evaluate(self, task: Task, candidate: Candidate, *, target: str = DEFAULT_TARGET) -> Evaluation:
         evaluation = self.evaluator.evaluate(task, candidate, target=check_target(target))
+        self.remember(evaluation, target)
+        return evaluation
+
+    def remember(self, evaluation: Evaluation, target: str) -> None:
+        """Keep a verdict for :meth:`profile`, also one judged elsewhere (an executor's remote host)."""
         with self._lock:
-            self._recent[(candidate.id, target)] = evaluation
+            self._recent[(evaluation.candidate_id, target)] = evaluation
             while len(self._recent) > 256:
                 self._recent.pop(next(iter(self._recent)))
-        return evaluation
 
     def profile(self, task: Task, candidate: Candidate, *, target: str = DEFAULT_TARGET) -> Profile | None:
         """Measured on a TPU, else the cost model's estimate; from the candidate's evaluation.

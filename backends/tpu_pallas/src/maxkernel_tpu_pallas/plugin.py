@@ -14,10 +14,13 @@ def register_backends(register):
 
 @hookimpl(trylast=True)
 def agent_test(task, candidate, ctx):
-    """The tester role for this backend: the sandboxed evaluation cascade."""
+    """The tester role for this backend: the sandboxed evaluation cascade, on the run's executor."""
     if not isinstance(ctx.backend, TpuPallasBackend):
         return None
-    return ctx.backend.evaluate(task, candidate, target=ctx.config.target)
+    evaluation = ctx.judge(task, candidate)
+    # Judged on another host, the verdict (and its cost model) is still what the profiler reads.
+    ctx.backend.remember(evaluation, ctx.config.target)
+    return evaluation
 
 
 @hookimpl(trylast=True)
