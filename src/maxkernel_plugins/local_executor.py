@@ -28,7 +28,9 @@ class LocalExecutor(Executor):
 
     @property
     def max_concurrency(self) -> int:
-        return self._limit or os.cpu_count() or 1
+        # Two at once keeps a small machine busy (one compiles while the other runs its
+        # correctness sets) without oversubscribing it; set executor.concurrency on bigger hosts.
+        return self._limit or min(os.cpu_count() or 1, 2)
 
     def evaluate(self, backend, task, candidate, *, target):
         with self._gate or contextlib.nullcontext():

@@ -20,7 +20,8 @@ one concurrent batch per depth, and a kernel two searches reach is judged
 once. The best verified node of any search is the result. It trades a few
 more evaluations for less chance of every beam settling in one local optimum.
 
-Options (``[strategy.graph]``): beam_width (3), depth (3), expansions (2), concurrency (2), searches (1).
+Options (``[strategy.graph]``): beam_width (3), depth (3), expansions (2), searches (1), concurrency
+(default: what the run's executor can take: 2 locally, every slot of a Ray cluster).
 """
 
 from __future__ import annotations
@@ -88,6 +89,13 @@ class GraphSearch(Strategy):
                 break
         return session.finish()
 
+    def _concurrency(self) -> int:
+        """The configured limit, else as many as the run's executor can take (a Ray cluster: its slots)."""
+        if "concurrency" in self.options:
+            return self.option("concurrency")
+        executor = getattr(self.session.ctx, "executor", None)
+        return max(executor.max_concurrency, 1) if executor is not None else DEFAULTS["concurrency"]
+
     def _judge(self, candidate: Candidate):
         """A stored verdict for this exact code (resume), else the cascade (with the debugger for the root)."""
         key = session_key(candidate.code)
@@ -153,7 +161,7 @@ class GraphSearch(Strategy):
         unique: dict[str, Candidate] = {}
         for *_, child in work:
             unique.setdefault(session_key(child.code), child)
-        with ThreadPoolExecutor(max_workers=self.option("concurrency")) as pool:
+        with ThreadPoolExecutor(max_workers=self._concurrency()) as pool:
             verdicts = dict(zip(unique, pool.map(self._judge, unique.values())))
         grown: list[list] = [[] for _ in beams]
         for i, parent, move, child in work:  # stored in a fixed order: seeded runs match
