@@ -1,10 +1,11 @@
 """``offline``: a compiler-style Pallas kernel generator that answers the planner, implementer and
 debugger roles itself, with no API key and no network.
 
-It analyses the reference's jaxpr at full size (``analysis.py``), picks a
-template (row-wise, matmul with fused epilogue) or declines with the reason,
-chooses block sizes with the TPU cost model (``space.py``), writes a readable,
-shape-generic module (``templates.py``), and repairs compiler errors by moving
+It analyses the reference's jaxpr at full size (``analysis.py``, ``attention.py``),
+picks a template (row-wise, matmul with fused epilogue, flash attention, a
+batch fallback) or declines with the reason, chooses block sizes with the TPU
+cost model (``space.py``), writes a readable, shape-generic module
+(``templates.py``, ``flash.py``), and repairs compiler errors by moving
 parameters (VMEM overflow: smaller blocks). It never emits canned code for a
 task name.
 """

@@ -195,7 +195,7 @@ def classify_rows(program: Program, eqns: list[Eqn], seeds: dict[str, str], rows
 
 @define
 class Analysis:
-    template: str  # "rowwise" | "matmul_epilogue"
+    template: str  # "rowwise" | "matmul_epilogue" | "attention" | "batch"
     program: Program
     rows: int
     d: int
@@ -203,6 +203,7 @@ class Analysis:
     dot: Eqn | None = None
     reductions: int = 0
     why: str = ""
+    attention: Any = None  # attention.AttentionSpec for the attention template
 
     @property
     def output(self) -> str:
@@ -238,8 +239,20 @@ def _specific(program: Program) -> Analysis:
     dots = [e for e in program.eqns if e.prim == "dot_general"]
     if any(e.prim == "conv_general_dilated" for e in program.eqns):
         raise Declined("convolutions are not lowered to matmuls yet")
-    if len(dots) > 1:
-        raise Declined(f"{len(dots)} matmuls (attention-shaped and multi-GEMM computations need their own template)")
+    from .attention import analyse_attention, count_dots
+
+    n_dots = count_dots(program)
+    if n_dots == 2:  # q·kᵀ and ·v, possibly inside a lax.map over query chunks
+        try:
+            spec = analyse_attention(program)
+        except Declined as exc:
+            raise Declined(f"2 matmuls, and the attention template declines: {exc}") from None
+        return Analysis("attention", program, spec.sq, spec.d, {}, attention=spec,
+                        why=f"attention: q·kᵀ over a head dim of {spec.d}, a softmax over {spec.sk} keys, ·v, "
+                            f"for {spec.sq} queries per (batch, head)")
+    if n_dots > 2:
+        raise Declined(f"{n_dots} matmuls (multi-GEMM computations, attention with its projections among them, need "
+                       "their own template)")
     if not dots:
         d = out_shape[-1] if out_shape else 1
         rows = math.prod(out_shape) // d if out_shape else 1

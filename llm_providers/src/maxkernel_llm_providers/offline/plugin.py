@@ -72,7 +72,17 @@ def synthesis(task, ctx) -> dict[str, Any]:
         fn = getattr(module, meta["entry"])
         try:
             analysis = analyse(trace_reference(fn, shapes, static))
-            if "small" in task.sizes and analysis.template != "batch":  # constants that depend on the size (1/D)
+            numbers = None
+            if analysis.template == "attention":
+                from .attention import bind_sizes, literal_texts
+
+                numbers = literal_texts(analysis.attention)
+                if "small" in task.sizes:  # the score pipeline's constants, as expressions of the sizes
+                    small = analyse(trace_reference(fn, *task_inputs.abstract_full(module, meta, size="small")))
+                    if small.template != "attention":
+                        raise Declined(f"at the small size the reference is not attention-shaped ({small.why})")
+                    numbers = bind_sizes(analysis.attention, small.attention)
+            elif "small" in task.sizes and analysis.template != "batch":  # constants that depend on the size (1/D)
                 small = analyse(trace_reference(fn, *task_inputs.abstract_full(module, meta, size="small")))
                 bind_size_literals(analysis.program, small.program, dims(analysis), dims(small))
         except Declined as exc:
@@ -80,6 +90,8 @@ def synthesis(task, ctx) -> dict[str, Any]:
         lead = analysis.dot.inputs[0] if analysis.dot else analysis.program.inputs[0]
         if analysis.template == "batch":
             lead = analysis.output
+        if analysis.template == "attention":
+            lead = analysis.program.inputs[analysis.attention.operand("q").input]
         dtype = analysis.program.dtypes[lead]
         info = tpu_info(ctx.config.target)
         chip = {k: getattr(info, k) for k in ("mem_bw_bytes_per_second", "bf16_ops_per_second", "int8_ops_per_second",
@@ -89,7 +101,8 @@ def synthesis(task, ctx) -> dict[str, Any]:
                     max(generation_constants(ctx.config.target)["vmem"]["default_scoped_limit_bytes"], 64 << 20))
         ranked = rank(analysis, dtype, chip, ctx.config.target, limit)
         ctx.extras["offline"] = {"analysis": analysis, "dtype": dtype, "ranked": ranked, "n_dynamic": len(shapes),
-                                 "source": Path(meta["module"]).read_text(), "entry": meta["entry"]}
+                                 "source": Path(meta["module"]).read_text(), "entry": meta["entry"],
+                                 "numbers": numbers}
         return ctx.extras["offline"]
 
 
@@ -107,6 +120,10 @@ def write_module(s: dict[str, Any], task_id: str, params: dict[str, Any]) -> str
     a = s["analysis"]
     if a.template == "batch":
         return batch_module(a, task_id, params, s["source"], s["entry"], s["n_dynamic"])
+    if a.template == "attention":
+        from .flash import module_source
+
+        return module_source(a.attention, task_id, params, a.why, s["n_dynamic"], s["numbers"])
     write = rowwise_module if a.template == "rowwise" else matmul_module
     return write(a, task_id, params, s["dtype"], s["n_dynamic"])
 

@@ -23,6 +23,12 @@ def space(a: Analysis, dtype: str) -> dict[str, list[int]]:
         return {"BLOCK_ROWS": [p for p in POWERS if align <= p <= max(a.rows, align)]}
     if a.template == "batch":
         return {"BLOCK_B": [p for p in [1, 2, 4, *POWERS] if p <= a.rows]}
+    if a.template == "attention":
+        from .flash import K_ALIGN, q_align
+
+        qa, spec = q_align(a.attention), a.attention
+        return {"BLOCK_Q": [p for p in POWERS if qa <= p <= max(spec.sq, qa) and p <= 2048],
+                "BLOCK_K": [p for p in POWERS if K_ALIGN <= p <= max(spec.sk, K_ALIGN) and p <= 4096]}
     (m, k), n = a.program.shapes[a.dot.inputs[0]], a.d
     return {
         "BLOCK_M": [p for p in POWERS if align <= p <= max(m, align) and p <= 2048],
@@ -34,7 +40,7 @@ def space(a: Analysis, dtype: str) -> dict[str, list[int]]:
 def _fixed(a: Analysis, vmem_limit: int) -> dict[str, int]:
     if a.template == "rowwise":
         return {}
-    if a.template == "batch":
+    if a.template in ("batch", "attention"):
         return {"VMEM_LIMIT_BYTES": vmem_limit}
     return {"FULL_ROWS": int(bool(a.reductions)), "VMEM_LIMIT_BYTES": vmem_limit}
 
@@ -62,6 +68,10 @@ def describe(a: Analysis, point: dict[str, int], dtype: str) -> dict[str, Any]:
                 "body": {"dots": [], "elementwise": ops * br * a.d, "transcendental": 0}, "repeat": 1}
     if a.template == "batch":
         return _describe_batch(a, point)
+    if a.template == "attention":
+        from .flash import describe as describe_attention
+
+        return describe_attention(a.attention, point)
     (m, k), n = shapes[a.dot.inputs[0]], a.d
     bm = legal_block(m, point["BLOCK_M"], align)
     bn = n if a.reductions else legal_block(n, point["BLOCK_N"], 128)
