@@ -15,3 +15,18 @@ def test_a_reference_calling_jax_nn_relu_gets_the_matmul_epilogue_template(tmp_p
         assert "max" in session.implement(plan).code
     finally:
         backend.close()
+
+
+def test_a_template_that_cannot_fit_vmem_at_any_block_declines_with_the_sizes(tmp_path):
+    import pytest
+
+    from maxkernel_llm_providers.offline.plugin import OfflineDeclined
+
+    # Retention is two matmuls without a softmax: only the batch fallback takes it, and a whole
+    # [S, S] score block per batch row is far over VMEM at full size.
+    session, backend = offline_session(tmp_path, REPO / "jaxbench" / "15p_RetNet_Retention")
+    try:
+        with pytest.raises(OfflineDeclined, match=r"batch template does not fit: even its smallest blocks need [\d,]+ MiB"):
+            session.plan()
+    finally:
+        backend.close()

@@ -100,6 +100,15 @@ def synthesis(task, ctx) -> dict[str, Any]:
         limit = min(int(info.vmem_capacity_bytes * 3 // 4),
                     max(generation_constants(ctx.config.target)["vmem"]["default_scoped_limit_bytes"], 64 << 20))
         ranked = rank(analysis, dtype, chip, ctx.config.target, limit)
+        # Points over VMEM stay in the ranking (the estimate is conservative and the debugger
+        # shrinks blocks after a real overflow), unless even the smallest is far over: no repair
+        # can fit the template then, and compiling it only wastes evaluations.
+        smallest = min((max(k.vmem_bytes for k in est.kernels) for _, est in ranked), default=None)
+        if smallest is None or smallest > 2 * limit:
+            need = f"even its smallest blocks need {smallest / 2**20:,.0f} MiB" if smallest else "it has no block choice"
+            raise OfflineDeclined(f"the offline synthesizer has no template for task {task.id}: the {analysis.template} "
+                                  f"template does not fit: {need} of VMEM, the limit on {ctx.config.target} is "
+                                  f"{limit >> 20} MiB ({analysis.why})")
         ctx.extras["offline"] = {"analysis": analysis, "dtype": dtype, "ranked": ranked, "n_dynamic": len(shapes),
                                  "source": Path(meta["module"]).read_text(), "entry": meta["entry"],
                                  "numbers": numbers}
