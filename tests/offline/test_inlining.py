@@ -30,3 +30,15 @@ def test_a_template_that_cannot_fit_vmem_at_any_block_declines_with_the_sizes(tm
             session.plan()
     finally:
         backend.close()
+
+
+def test_a_static_scalar_converted_in_the_epilogue_is_emitted_as_an_array(tmp_path):
+    # leaky_relu(y, negative_slope) with the slope a static argument: the jaxpr converts the
+    # Python float, and `0.1.astype(...)` is not Python.
+    session, backend = offline_session(tmp_path, REPO / "jaxbench" / "20k_Gemm_Multiply_LeakyReLU")
+    try:
+        code = session.implement(session.plan()).code
+        compile(code, "candidate.py", "exec")
+        assert "jnp.asarray(0.1, jnp.float32)" in code
+    finally:
+        backend.close()

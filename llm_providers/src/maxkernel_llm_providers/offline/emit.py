@@ -61,7 +61,8 @@ def emit(eqns: list[Eqn], names: dict[str, str], indent: str = "    ") -> list[s
         elif p == "integer_pow":
             expr = f"{args[0]} ** {int(eqn.params['y'])}"
         elif p == "convert_element_type":
-            expr = f"{args[0]}.astype(jnp.{np.dtype(eqn.params['new_dtype']).name})"
+            # jnp.asarray, not .astype: the operand may be a Python number (a static argument)
+            expr = f"jnp.asarray({args[0]}, jnp.{np.dtype(eqn.params['new_dtype']).name})"
         elif p == "select_n":
             expr = f"jnp.where({args[0]}, {args[2]}, {args[1]})" if len(args) == 3 else \
                 f"jax.lax.select_n({', '.join(args)})"
