@@ -87,6 +87,12 @@ def markdown(bench) -> str:
 # --- figures ------------------------------------------------------------------
 
 
+def short_name(task_id: str) -> str:
+    """JaxBench ids by their number (``19k``), others by their first 14 characters."""
+    head = task_id.split("_")[0]
+    return head if head[:-1].isdigit() and head[-1:].isalpha() else task_id[:14]
+
+
 def _svg(fig) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight")
@@ -125,7 +131,7 @@ def figures(bench) -> list[tuple[str, str]]:
             ax.scatter([r.arithmetic_intensity for r in with_roof], [r.roofline_fraction for r in with_roof],
                        color="#dd8452")
             for r in with_roof:
-                ax.annotate(r.task_id.split("_")[0], (r.arithmetic_intensity, r.roofline_fraction), fontsize=7)
+                ax.annotate(short_name(r.task_id), (r.arithmetic_intensity, r.roofline_fraction), fontsize=7)
             ax.set_xscale("log")
             ax.set_ylim(0, 1.05)
             ax.set_xlabel("arithmetic intensity (FLOP/byte)")
@@ -134,18 +140,26 @@ def figures(bench) -> list[tuple[str, str]]:
             out.append((f"Fraction of the roofline reached by each kernel ({label}).", _svg(fig)))
 
     fig, ax = plt.subplots(figsize=(max(7, 0.22 * len(bench.results)), 3.6))
-    names = [r.task_id.split("_")[0] for r in bench.results]
+    names = [short_name(r.task_id) for r in bench.results]
     colors = {"estimated": "#4c72b0", "measured": "#55a868"}
+    drawn = set()
     for i, r in enumerate(bench.results):
         if r.correct and r.speedup:
-            ax.bar(i, r.speedup, color=colors[r.speedup_kind or "estimated"], log=True)
+            kind = r.speedup_kind or "estimated"
+            # bars grow from 1x: up when faster than XLA, down when slower
+            ax.bar(i, r.speedup - 1, bottom=1, color=colors[kind], label=None if kind in drawn else KIND_LABEL[kind])
+            drawn.add(kind)
         else:
-            ax.plot(i, 1, marker="x", color="#c44e52")  # no bar: a failure is not a speedup
+            ax.plot(i, 1, marker="x", color="#c44e52", linestyle="none",  # no bar: a failure is not a speedup
+                    label=None if "failed" in drawn else "no correct kernel")
+            drawn.add("failed")
+    ax.set_yscale("log")
     ax.axhline(1, color="black", lw=1)
     ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
     ax.set_ylabel("speedup vs XLA (log)")
+    ax.set_title("Speedup per task")
+    ax.legend(fontsize=7, loc="best")
     kinds = sorted({r.speedup_kind for r in bench.results if r.correct and r.speedup_kind})
-    ax.set_title("Per task: " + "; ".join(f"{k} ({colors[k]})" for k in kinds) + "; x = no correct kernel")
     out.append(("Speedup per task. Bars of different colours are different kinds of figure ("
                 + ", ".join(f"{k}: {KIND_LABEL[k]}" for k in kinds) + "); a cross is a task without a correct kernel.",
                 _svg(fig)))
