@@ -42,3 +42,13 @@ def test_a_static_scalar_converted_in_the_epilogue_is_emitted_as_an_array(tmp_pa
         assert "jnp.asarray(0.1, jnp.float32)" in code
     finally:
         backend.close()
+
+
+def test_exact_gelu_is_emitted_with_erf_which_pallas_tpu_lowers(tmp_path):
+    # jax.nn.gelu(approximate=False) traces to erfc, which has no Pallas TPU lowering.
+    session, backend = offline_session(tmp_path, REPO / "jaxbench" / "44k_Matmul_Divide_GELU")
+    try:
+        code = session.implement(session.plan()).code
+        assert "jax.lax.erfc" not in code and "1.0 - jax.lax.erf(" in code
+    finally:
+        backend.close()
