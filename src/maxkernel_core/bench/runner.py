@@ -12,6 +12,7 @@ from __future__ import annotations
 import concurrent.futures
 import copy
 import fnmatch
+import re
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -72,7 +73,12 @@ def select_tasks(backend: Backend, root: Path, pattern: str) -> list[TaskRef]:
     chosen = [r for r in refs if fnmatch.fnmatchcase(r.id, pattern)]
     if not chosen:
         raise TaskError(f"no task in {root} matches --tasks {pattern!r} (ids look like {refs[0].id!r})")
-    return chosen
+    return sorted(chosen, key=lambda r: natural_key(r.id))
+
+
+def natural_key(text: str) -> list:
+    """``2p_x`` before ``10p_x``: numbers in ids compare as numbers."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text)]
 
 
 def result_of_run(store: RunStore, run_id: str, best, wall_s: float, kernel: Path | None) -> TaskResult:
