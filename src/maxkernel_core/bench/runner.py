@@ -22,7 +22,7 @@ from attrs import asdict, define, frozen
 from ..config import Settings
 from ..errors import MaxKernelError, TaskError
 from ..interfaces import Backend, Executor, TaskRef
-from ..records import Candidate, Provenance, RunConfig
+from ..records import Attempt, Candidate, Provenance, RunConfig
 from ..store import RunStore
 from .metrics import TaskResult, suite_metrics
 
@@ -95,7 +95,7 @@ def result_of_run(store: RunStore, run_id: str, best, wall_s: float, kernel: Pat
     if best is None:
         last = evaluations[-1] if evaluations else None
         reason = f"no verified kernel; last verdict {last.status.value}: {last.reason}" if last else "no candidate"
-        return TaskResult(best_task_id(store, run_id), "failed", reason[:500], **common)
+        return TaskResult(store.get_run(run_id).task_id, "failed", reason[:500], **common)
     ev = best.evaluation
     p = ev.profile
     details = (p.details if p else {}) or {}
@@ -107,8 +107,14 @@ def result_of_run(store: RunStore, run_id: str, best, wall_s: float, kernel: Pat
         **common)
 
 
-def best_task_id(store: RunStore, run_id: str) -> str:
-    return store.get_run(run_id).task_id
+def task_settings(settings: Settings, config: BenchConfig) -> Settings:
+    """A copy of the settings with the bench's run choices (each task's run changes its copy)."""
+    s = copy.deepcopy(settings)
+    for key in ("strategy", "provider", "model", "target", "budget", "seed"):
+        value = getattr(config, key)
+        if value is not None:
+            setattr(s.run, key, value)
+    return s
 
 
 class _Bench:
@@ -117,14 +123,6 @@ class _Bench:
         self.settings, self.pm, self.store, self.bench_id, self.config, self.out = settings, pm, store, bench_id, config, out
         self.rows = store.bench_tasks(bench_id)
         self.executor = executor  # one for the whole bench: a cluster's hosts stay warm from task to task
-
-    def task_settings(self) -> Settings:
-        s = copy.deepcopy(self.settings)
-        for key in ("strategy", "provider", "model", "target", "budget", "seed"):
-            value = getattr(self.config, key)
-            if value is not None:
-                setattr(s.run, key, value)
-        return s
 
     def optimize_one(self, ref: TaskRef) -> TaskResult:
         from ..run import optimize
@@ -140,7 +138,7 @@ class _Bench:
         out = self.out / "tasks" / ref.id
         t0 = time.monotonic()
         try:
-            result = optimize(ref.path, settings=self.task_settings(), pm=self.pm, resume=resume, out=out,
+            result = optimize(ref.path, settings=task_settings(self.settings, self.config), pm=self.pm, resume=resume, out=out,
                               on_start=on_start, executor=self.executor)
         except MaxKernelError as exc:
             return TaskResult(ref.id, "error", str(exc)[:500], run_id=started.get("run"), wall_s=time.monotonic() - t0)
@@ -151,13 +149,12 @@ class _Bench:
         return result_of_run(self.store, result.run_id, result.best, time.monotonic() - t0,
                              kernel if kernel.exists() else None)
 
-    def judge_one(self, ref: TaskRef, backend: Backend, target: str) -> TaskResult:
+    def judge_one(self, ref: TaskRef, task, backend: Backend, target: str) -> TaskResult:
         folder = Path(self.config.kernels)
         path = next((p for p in (folder / f"{ref.id}.py", folder / ref.id / "kernel.py") if p.is_file()), None)
         if path is None:
             return TaskResult(ref.id, "failed", f"no kernel for this task in {folder} ({ref.id}.py or {ref.id}/kernel.py)")
         t0 = time.monotonic()
-        task = backend.load_task(ref.path)
         row = self.rows.get(ref.id) or {}
         run_id = row.get("run_id") if row.get("status") == "running" else None
         stored = self.store.candidates(run_id) if run_id else []
@@ -179,25 +176,27 @@ class _Bench:
             evaluation = self.executor.evaluate(backend, task, candidate, target=target)
             self.store.add_evaluation(run_id, evaluation)
         self.store.set_run_status(run_id, "done" if evaluation.ok else "failed")
-        from ..records import Attempt
-
         best = Attempt(candidate, evaluation) if evaluation.ok else None
         return result_of_run(self.store, run_id, best, time.monotonic() - t0, path if best else None)
 
     def run_one(self, ref: TaskRef, backend: Backend, target: str) -> TaskResult:
-        if ref.problem:
-            result = TaskResult(ref.id, "error", f"the task cannot load: {ref.problem}")
+        task, problem = None, ref.problem
+        if not problem:
+            try:  # read once: for the kernels mode and for the shortcut the report names
+                task = backend.load_task(ref.path)
+            except MaxKernelError as exc:
+                problem = str(exc)
+        if problem:
+            result = TaskResult(ref.id, "error", f"the task cannot load: {problem}")
         elif self.config.kernels:
             try:
-                result = self.judge_one(ref, backend, target)
+                result = self.judge_one(ref, task, backend, target)
             except Exception as exc:
                 result = TaskResult(ref.id, "error", f"{type(exc).__name__}: {exc}"[:500])
         else:
             result = self.optimize_one(ref)
-        try:
-            result.notes = str(backend.load_task(ref.path).metadata.get("shortcut") or "") if not ref.problem else ""
-        except MaxKernelError:
-            pass
+        if task is not None:
+            result.notes = str(task.metadata.get("shortcut") or "")
         self.store.set_bench_task(self.bench_id, ref.id, "error" if result.status == "error" else "done",
                                   run_id=result.run_id, result=result.to_dict())
         return result
@@ -213,6 +212,7 @@ def run_bench(settings: Settings, pm, config: BenchConfig | None = None, *, resu
     :param on_start: called with the bench id once it is in the store.
     :param on_tasks: called with the selected tasks before the first starts.
     """
+    from ..llm_roles import resolve_role_llms
     from ..run import executor_for
     from .report import write_report
 
@@ -226,6 +226,10 @@ def run_bench(settings: Settings, pm, config: BenchConfig | None = None, *, resu
     executor = None
     try:
         refs = select_tasks(backend, suite_root(config.suite, pm), config.tasks)  # bad input stores nothing
+        if not config.kernels:  # nor does an unknown strategy or provider, or a missing key
+            chosen = task_settings(settings, config)
+            pm.registries.get("strategy", chosen.run.strategy)
+            resolve_role_llms(pm.registries, chosen)
         executor = executor_for(settings, pm)  # nor does a missing extra or an unreachable cluster
         bench_id = resume or store.create_bench(asdict(config))
         if on_start is not None:

@@ -43,13 +43,6 @@ def bench_cmd(ctx, suite, pattern, strategy, provider, model, target, budget, se
     console = Console(stderr=True)
     config = BenchConfig(suite, pattern, strategy, provider, model, target, budget, seed,
                          str(kernels.resolve()) if kernels else None, jobs)
-    if not kernels:  # fail on an unknown strategy or provider, or a missing key, before any task starts
-        from ..llm_roles import resolve_role_llms
-
-        app.override(run__strategy=(strategy, "--strategy"), run__provider=(provider, "--provider"),
-                     run__model=(model, "--model"))
-        app.pm.registries.get("strategy", app.settings.run.strategy)
-        resolve_role_llms(app.pm.registries, app.settings)
     state = {"bench": resume}
     progress = Progress(TextColumn("[bold]bench[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, transient=False)
