@@ -60,6 +60,7 @@ class Program:
     eqns: list[Eqn]
     shapes: dict[str, tuple[int, ...]] = field(factory=dict)
     dtypes: dict[str, str] = field(factory=dict)
+    closed: Any = None  # the traced ClosedJaxpr (loop bodies intact), for the staged template
 
 
 def flatten(closed) -> Program:
@@ -106,7 +107,10 @@ def flatten(closed) -> Program:
 
 
 def trace_reference(fn, shapes, static) -> Program:
-    return flatten(jax.make_jaxpr(lambda *d: fn(*d, *static))(*shapes))
+    closed = jax.make_jaxpr(lambda *d: fn(*d, *static))(*shapes)
+    program = flatten(closed)
+    program.closed = closed
+    return program
 
 
 def bind_size_literals(full: Program, small: Program, dims_full: dict[str, int], dims_small: dict[str, int]) -> None:
@@ -195,7 +199,7 @@ def classify_rows(program: Program, eqns: list[Eqn], seeds: dict[str, str], rows
 
 @define
 class Analysis:
-    template: str  # "rowwise" | "matmul_epilogue" | "attention" | "batch"
+    template: str  # "rowwise" | "matmul_epilogue" | "attention" | "batch" | "staged"
     program: Program
     rows: int
     d: int
@@ -204,6 +208,7 @@ class Analysis:
     reductions: int = 0
     why: str = ""
     attention: Any = None  # attention.AttentionSpec for the attention template
+    staged: Any = None  # staged.StagedSpec for the staged template
 
     @property
     def output(self) -> str:
@@ -224,12 +229,27 @@ def analyse(program: Program) -> Analysis:
         try:
             batched = batched_inputs(program)
         except Declined as fallback:
-            raise Declined(f"{specific}; and no batch fallback: {fallback}") from None
+            try:
+                return analyse_staged_program(program, f"{specific}; and no batch fallback: {fallback}")
+            except Declined as staged:
+                raise Declined(f"{specific}; no batch fallback: {fallback}; and no staged kernels: {staged}") from None
         out = program.shapes[program.outputs[0]]
         kinds = {name: "batch" if b else "whole" for name, b in zip(program.inputs, batched)}
         return Analysis("batch", program, out[0], 0, kinds,
                         why=f"no specific template fits ({specific}); the leading axis (extent {out[0]}) is proven "
                             "independent, so each grid step runs the whole computation on a block of it")
+
+
+def analyse_staged_program(program: Program, why_not_fused: str) -> Analysis:
+    """The last resort: matmuls and convolutions on Pallas kernels, the rest left to XLA (``staged.py``)."""
+    from .staged import analyse_staged
+
+    if program.closed is None:
+        raise Declined("the reference was not traced whole")
+    spec = analyse_staged(program.closed)
+    return Analysis("staged", program, 0, 0, {}, staged=spec,
+                    why=f"no fused template fits ({why_not_fused}); {len(spec.matmuls)} matmul/convolution kernel(s) "
+                        f"do {1 - spec.glue_share:.0%} of the arithmetic")
 
 
 def _specific(program: Program) -> Analysis:
@@ -238,7 +258,7 @@ def _specific(program: Program) -> Analysis:
     out_shape = program.shapes[program.outputs[0]]
     dots = [e for e in program.eqns if e.prim == "dot_general"]
     if any(e.prim == "conv_general_dilated" for e in program.eqns):
-        raise Declined("convolutions are not lowered to matmuls yet")
+        raise Declined("a convolution (no fused template: convolutions are lowered by the staged one)")
     from .attention import analyse_attention, count_dots
 
     n_dots = count_dots(program)

@@ -63,7 +63,7 @@ def synthesis(task, ctx) -> dict[str, Any]:
         from maxkernel_tpu_pallas.profiling.costmodel import generation_constants
         from maxkernel_tpu_pallas.targets import tpu_info
 
-        from .analysis import Declined, analyse, bind_size_literals, trace_reference
+        from .analysis import Declined, analyse, analyse_staged_program, bind_size_literals, trace_reference
         from .space import rank
 
         meta = task.metadata
@@ -82,7 +82,7 @@ def synthesis(task, ctx) -> dict[str, Any]:
                     if small.template != "attention":
                         raise Declined(f"at the small size the reference is not attention-shaped ({small.why})")
                     numbers = bind_sizes(analysis.attention, small.attention)
-            elif "small" in task.sizes and analysis.template != "batch":  # constants that depend on the size (1/D)
+            elif "small" in task.sizes and analysis.template not in ("batch", "staged"):  # constants that depend on the size (1/D)
                 small = analyse(trace_reference(fn, *task_inputs.abstract_full(module, meta, size="small")))
                 bind_size_literals(analysis.program, small.program, dims(analysis), dims(small))
         except Declined as exc:
@@ -92,7 +92,7 @@ def synthesis(task, ctx) -> dict[str, Any]:
             lead = analysis.output
         if analysis.template == "attention":
             lead = analysis.program.inputs[analysis.attention.operand("q").input]
-        dtype = analysis.program.dtypes[lead]
+        dtype = analysis.staged.dtype if analysis.template == "staged" else analysis.program.dtypes[lead]
         info = tpu_info(ctx.config.target)
         chip = {k: getattr(info, k) for k in ("mem_bw_bytes_per_second", "bf16_ops_per_second", "int8_ops_per_second",
                                               "fp8_ops_per_second", "mxu_column_size", "num_mxus")}
@@ -104,6 +104,17 @@ def synthesis(task, ctx) -> dict[str, Any]:
         # shrinks blocks after a real overflow), unless even the smallest is far over: no repair
         # can fit the template then, and compiling it only wastes evaluations.
         smallest = min((max(k.vmem_bytes for k in est.kernels) for _, est in ranked), default=None)
+        if (smallest is None or smallest > 2 * limit) and analysis.template == "batch":
+            # The whole computation per batch block does not fit: put only its matmuls on kernels.
+            try:
+                analysis = analyse_staged_program(analysis.program, f"the batch template needs "
+                                                  f"{(smallest or 0) / 2**20:,.0f} MiB of VMEM ({analysis.why})")
+            except Declined:
+                pass
+            else:
+                dtype = analysis.staged.dtype
+                ranked = rank(analysis, dtype, chip, ctx.config.target, limit)
+                smallest = min((max(k.vmem_bytes for k in est.kernels) for _, est in ranked), default=None)
         if smallest is None or smallest > 2 * limit:
             need = f"even its smallest blocks need {smallest / 2**20:,.0f} MiB" if smallest else "it has no block choice"
             raise OfflineDeclined(f"the offline synthesizer has no template for task {task.id}: the {analysis.template} "
@@ -129,6 +140,11 @@ def write_module(s: dict[str, Any], task_id: str, params: dict[str, Any]) -> str
     a = s["analysis"]
     if a.template == "batch":
         return batch_module(a, task_id, params, s["source"], s["entry"], s["n_dynamic"])
+    if a.template == "staged":
+        from .staged import module_source
+        from .templates import HEADER
+
+        return module_source(a.staged, task_id, params, s["source"], s["entry"], s["n_dynamic"], HEADER)
     if a.template == "attention":
         from .flash import module_source
 
@@ -167,7 +183,7 @@ def agent_plan(task, history, ctx):
         move = move if not history else "the next point of the cost model's ranking"
     est = estimates[_key(point)]
     summary = (f"Template {analysis.template}: {analysis.why}. Parameters {point} ({move}); estimated "
-               f"{est.seconds * 1e6:,.1f} us, {est.bound}-bound, VMEM {est.kernels[0].vmem_bytes / 2**20:.1f} MiB "
+               f"{est.seconds * 1e6:,.1f} us, {est.bound}-bound, VMEM {max(k.vmem_bytes for k in est.kernels) / 2**20:.1f} MiB "
                "(cost-model estimate).")
     return Plan(task.id, summary, {"template": analysis.template, "why": analysis.why, "move": move},
                 dict(point), author=NAME)

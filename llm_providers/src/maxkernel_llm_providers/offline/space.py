@@ -23,6 +23,10 @@ def space(a: Analysis, dtype: str) -> dict[str, list[int]]:
         return {"BLOCK_ROWS": [p for p in POWERS if align <= p <= max(a.rows, align)]}
     if a.template == "batch":
         return {"BLOCK_B": [p for p in [1, 2, 4, *POWERS] if p <= a.rows]}
+    if a.template == "staged":
+        from .staged import space as staged_space
+
+        return staged_space(a.staged, POWERS)
     if a.template == "attention":
         from .flash import K_ALIGN, q_align
 
@@ -40,13 +44,13 @@ def space(a: Analysis, dtype: str) -> dict[str, list[int]]:
 def _fixed(a: Analysis, vmem_limit: int) -> dict[str, int]:
     if a.template == "rowwise":
         return {}
-    if a.template in ("batch", "attention"):
+    if a.template in ("batch", "attention", "staged"):
         return {"VMEM_LIMIT_BYTES": vmem_limit}
     return {"FULL_ROWS": int(bool(a.reductions)), "VMEM_LIMIT_BYTES": vmem_limit}
 
 
-def describe(a: Analysis, point: dict[str, int], dtype: str) -> dict[str, Any]:
-    """The kernel description the cost model reads, built analytically for this template's index maps."""
+def describe(a: Analysis, point: dict[str, int], dtype: str) -> dict[str, Any] | list[dict[str, Any]]:
+    """The kernel description(s) the cost model reads, built analytically for this template's index maps."""
     size = itemsize(dtype)
     shapes = a.program.shapes
     align = sublane_align(dtype)
@@ -68,6 +72,10 @@ def describe(a: Analysis, point: dict[str, int], dtype: str) -> dict[str, Any]:
                 "body": {"dots": [], "elementwise": ops * br * a.d, "transcendental": 0}, "repeat": 1}
     if a.template == "batch":
         return _describe_batch(a, point)
+    if a.template == "staged":
+        from .staged import describe as describe_staged
+
+        return describe_staged(a.staged, point)
     if a.template == "attention":
         from .flash import describe as describe_attention
 
@@ -124,7 +132,8 @@ def rank(a: Analysis, dtype: str, chip: dict[str, Any], target: str, vmem_limit:
     ranked = []
     for point in points:
         point = {**point, **_fixed(a, vmem_limit)}
-        est = estimate([describe(a, point, dtype)], chip, target)
+        kernels = describe(a, point, dtype)
+        est = estimate(kernels if isinstance(kernels, list) else [kernels], chip, target)
         ranked.append((not est.fits_vmem, est.seconds, point, est))
     ranked.sort(key=lambda r: (r[0], r[1]))
     return [(point, est) for _, _, point, est in ranked]

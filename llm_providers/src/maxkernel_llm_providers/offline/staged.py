@@ -1,0 +1,197 @@
+"""The staged template: every matmul and convolution on a Pallas kernel, the rest of the program left to XLA.
+
+The last resort after the fused templates and the batch fallback: for
+computations with several matmuls (SwiGLU, MoE, MLA with its projections,
+Mamba-2's chunked scan), statistics that cross rows after a GEMM (BatchNorm
+over the batch, GroupNorm, a max over the batch) and convolutions (im2col).
+The candidate runs the reference's own program through the interpreter of
+``staged_runtime.py``; only the matmul and convolution equations change, so
+the result is exact by construction, and the judge's proof of kernel decides
+whether enough of the work is in the kernels. It is declined here when it
+could not be: when the arithmetic outside the matmuls is over
+``MAX_GLUE_SHARE`` of the whole (the judge's bound is 25%), or when a matmul
+has no kernel lowering (grouped ``ragged_dot``).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+import re
+from typing import Any
+
+from attrs import define, field
+
+from . import staged_runtime
+from .analysis import Declined
+from .blocks import block_helper_source, itemsize, sublane_align
+
+#: Decline when more than this share of the arithmetic would run outside the kernels (the judge allows 25%).
+MAX_GLUE_SHARE = 0.2
+MARKER = "# --- the staged runtime (pasted into candidates from here on) ---"
+
+
+@define(frozen=True)
+class Matmul:
+    """One matmul as the kernel sees it: (B, M, K) @ (B, K, N), run ``repeat`` times (inside loops)."""
+
+    b: int
+    m: int
+    n: int
+    k: int
+    dtype: str
+    repeat: int = 1
+    source: str = "dot_general"
+
+
+@define
+class StagedSpec:
+    matmuls: list[Matmul]
+    glue_share: float
+    ops_left: dict[str, int] = field(factory=dict)
+
+    @property
+    def dtype(self) -> str:
+        return max(self.matmuls, key=lambda mm: mm.b * mm.m * mm.n * mm.k * mm.repeat).dtype
+
+
+def _matmuls(jaxpr, repeat: int, out: list[Matmul]) -> None:
+    from jax.extend import core as jex_core
+
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if name == "ragged_dot_general":
+            raise Declined("ragged_dot_general (a grouped matmul whose group sizes are only known at run time) has "
+                           "no kernel lowering: it needs a scalar-prefetched group table (a Megablox-style kernel)")
+        if name == "dot_general":
+            (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+            lhs, rhs = (v.aval for v in eqn.invars)
+            if not all("float" in str(a.dtype) for a in (lhs, rhs)):
+                raise Declined(f"an integer matmul ({lhs.dtype} x {rhs.dtype}) has no kernel lowering here")
+            size = lambda a, dims: math.prod(a.shape[d] for d in dims)  # noqa: E731
+            lf = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
+            rf = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
+            out.append(Matmul(size(lhs, lb), size(lhs, lf), size(rhs, rf), size(lhs, lc), str(lhs.dtype), repeat))
+        elif name == "conv_general_dilated":
+            if eqn.params.get("batch_group_count", 1) != 1:
+                raise Declined("a convolution with batch_group_count > 1 (a weight gradient) has no im2col lowering")
+            lhs, rhs = (v.aval for v in eqn.invars)
+            res = eqn.outvars[0].aval
+            lhs_spec, rhs_spec, out_spec = eqn.params["dimension_numbers"]
+            groups = eqn.params["feature_group_count"]
+            taps = math.prod(rhs.shape[d] for d in rhs_spec[2:])
+            positions = res.shape[out_spec[0]] * math.prod(res.shape[d] for d in out_spec[2:])
+            out.append(Matmul(groups, positions, rhs.shape[rhs_spec[0]] // groups, taps * rhs.shape[rhs_spec[1]],
+                              str(lhs.dtype), repeat, "conv_general_dilated"))
+        length = int(eqn.params.get("length", 1)) if name == "scan" else 1
+        for value in eqn.params.values():
+            for item in value if isinstance(value, (tuple, list)) else (value,):
+                if isinstance(item, jex_core.ClosedJaxpr):
+                    _matmuls(item.jaxpr, repeat * length, out)
+                elif isinstance(item, jex_core.Jaxpr):
+                    _matmuls(item, repeat * length, out)
+
+
+def analyse_staged(closed) -> StagedSpec:
+    """The matmuls the kernels will run and the share of the arithmetic left outside them, or Declined."""
+    from maxkernel_tpu_pallas.judge.work import work_stats
+
+    matmuls: list[Matmul] = []
+    _matmuls(closed.jaxpr, 1, matmuls)
+    if not matmuls:
+        raise Declined("no matmul or convolution: the staged template has nothing to put on a kernel")
+    stats = work_stats(closed)
+    flops, rest = stats["glue_flops"], stats["glue_elementwise"]
+    share = rest / max(flops + rest, 1)
+    if share > MAX_GLUE_SHARE:
+        ops = ", ".join(sorted(stats["glue_ops"], key=lambda k: -stats["glue_ops"][k])[:5])
+        raise Declined(f"{share:.0%} of the arithmetic is outside the matmuls ({ops}); staged kernels would leave "
+                       f"it all to XLA (at most {MAX_GLUE_SHARE:.0%} is)")
+    left = {k: v for k, v in stats["glue_ops"].items() if k not in ("dot_general", "conv_general_dilated")}
+    return StagedSpec(matmuls, share, left)
+
+
+def space(spec: StagedSpec, powers: list[int]) -> dict[str, list[int]]:
+    align = sublane_align(spec.dtype)
+    m = max(mm.m for mm in spec.matmuls)
+    n = max(mm.n for mm in spec.matmuls)
+    k = max(mm.k for mm in spec.matmuls)
+    return {"BLOCK_M": [p for p in powers if align <= p <= max(m, align) and p <= 2048],
+            "BLOCK_N": [p for p in powers if 128 <= p <= max(n, 128) and p <= 2048],
+            "BLOCK_K": [p for p in powers if 128 <= p <= max(k, 128) and p <= 2048]}
+
+
+def describe(spec: StagedSpec, point: dict[str, int]) -> list[dict[str, Any]]:
+    """One cost-model description per matmul kernel, with the blocks the runtime will pick for its shapes."""
+    kernels = []
+    for mm in spec.matmuls:
+        size = itemsize(mm.dtype)
+        bm, mp = staged_runtime._tile(mm.m, point["BLOCK_M"], sublane_align(mm.dtype))
+        bn, np_ = staged_runtime._tile(mm.n, point["BLOCK_N"], 128)
+        bk, kp = staged_runtime._tile(mm.k, point["BLOCK_K"], 128)
+        gb, gi, gj, gk = mm.b, mp // bm, np_ // bn, kp // bk
+        steps = gb * gi * gj * gk
+
+        def op(role, array, block, changes, depends, size=size, mm=mm):
+            return {"role": role, "index": 0, "array_shape": array, "block_shape": block, "dtype": mm.dtype,
+                    "itemsize": size, "buffers": 2, "pipelined": True, "changes": changes, "depends_on": depends}
+
+        kernels.append({
+            "name": f"matmul ({mm.source})", "grid": [gb, gi, gj, gk], "steps": steps,
+            "dimension_semantics": ["parallel", "parallel", "parallel", "arbitrary"],
+            "vmem_limit_bytes": point.get("VMEM_LIMIT_BYTES"),
+            "operands": [op("input", [gb, mp, kp], [1, bm, bk], steps - 1 if gk > 1 or gj > 1 else gb * gi - 1,
+                            [True, True, False, True]),
+                         op("input", [gb, kp, np_], [1, bk, bn], steps - 1 if gk > 1 or gi > 1 else gb * gj - 1,
+                            [True, False, True, True]),
+                         op("output", [gb, mp, np_], [1, bm, bn], gb * gi * gj - 1, [True, True, True, False])],
+            "scratch": [{"shape": [bm, bn], "dtype": "float32", "itemsize": 4}],
+            "body": {"dots": [{"m": bm, "n": bn, "k": bk, "batch": 1, "dtype": mm.dtype, "count": 1}],
+                     "elementwise": bm * bn, "transcendental": 0},
+            "repeat": mm.repeat})
+    return kernels
+
+
+def _runtime_source() -> str:
+    return inspect.getsource(staged_runtime).split(MARKER, 1)[1].strip()
+
+
+def _check_names(reference_source: str) -> None:
+    """The reference is pasted next to the runtime: a top-level name of both would break one of them."""
+    runtime = {n.name for n in ast.parse(_runtime_source()).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    runtime |= {"_CALLS", "BLOCK_M", "BLOCK_N", "BLOCK_K", "VMEM_LIMIT_BYTES", "_block", "_reference", "computation"}
+    tree = ast.parse(reference_source)
+    names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    names |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    clash = sorted(names & (runtime - {"computation"}))
+    if clash:
+        raise Declined(f"the reference defines {', '.join(clash)}, a name the staged runtime uses")
+
+
+def module_source(spec: StagedSpec, task_id: str, params: dict[str, int], reference_source: str, entry: str,
+                  n_dynamic: int, header: str) -> str:
+    _check_names(reference_source)
+    renamed = re.sub(rf"^def {entry}\(", "def _reference(", reference_source, flags=re.M)
+    args = [f"a{i}" for i in range(n_dynamic)]
+    convs = sum(mm.source == "conv_general_dilated" for mm in spec.matmuls)
+    what = f"{len(spec.matmuls) - convs} matmul(s)" + (f" and {convs} convolution(s) (im2col)" if convs else "")
+    left = ", ".join(sorted(spec.ops_left, key=lambda k: -spec.ops_left[k])[:8]) or "nothing"
+    return "\n".join([
+        header.format(
+            title=f"Pallas matmul kernels for every matmul and convolution of {task_id}; the rest left to XLA.",
+            template="staged", task_id=task_id,
+            why=(f"Why: no fused template fits, so the reference's own program runs with its {what} on a tiled "
+                 f"Pallas matmul kernel (f32 accumulator in VMEM, K innermost). The other ops ({left}; "
+                 f"{spec.glue_share:.0%} of the arithmetic) are bound as the reference binds them, for XLA to "
+                 "fuse around the kernels: exact by construction, but each matmul output makes one HBM round "
+                 "trip that a fused epilogue would save."),
+            params=params, constants="\n".join(f"{k} = {v}" for k, v in params.items()),
+            block_helper=block_helper_source()
+        ).replace("import functools\n", "import functools\nimport itertools\nimport math\n", 1
+        ).replace("import jax.numpy as jnp\n", "import jax.numpy as jnp\nfrom jax import lax\n", 1), "", "",
+        _runtime_source(), "", "",
+        "# --- the reference computation (from the task's reference.py), run with its matmuls on the kernel ---",
+        renamed.strip(), "# --- end of the reference ---", "", "",
+        f"def computation({', '.join(args)}, *static):",
+        f"    return _with_kernels(_reference, {n_dynamic})({', '.join(args)}, *static)", ""])

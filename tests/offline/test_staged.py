@@ -1,0 +1,164 @@
+"""The staged template: matmuls and convolutions on a Pallas kernel, the rest of the reference left to XLA."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from jax import lax
+from jax.experimental import pallas as pl
+from maxkernel_core import EvalStatus, Plan
+
+from maxkernel_llm_providers.offline import staged_runtime
+from maxkernel_llm_providers.offline.analysis import Declined
+from maxkernel_llm_providers.offline.plugin import OfflineDeclined
+from maxkernel_llm_providers.offline.staged import analyse_staged
+
+from .test_synthesizer import _task, offline_session
+
+TASKS = Path(__file__).parent / "tasks"
+
+
+@pytest.fixture
+def interpret(monkeypatch):
+    """Run the runtime's kernel in Pallas' interpreter on CPU (the judge does the same for candidates)."""
+
+    class _Pallas:
+        def __getattr__(self, name):
+            return getattr(pl, name)
+
+        def pallas_call(self, *args, **kwargs):
+            return pl.pallas_call(*args, interpret=True, **kwargs)
+
+    monkeypatch.setattr(staged_runtime, "pl", _Pallas())
+    monkeypatch.setattr(staged_runtime, "BLOCK_M", 16)  # small blocks: several grid steps on every axis
+    monkeypatch.setattr(staged_runtime, "BLOCK_K", 128)
+
+
+def _close(got, want):
+    np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=1e-4, atol=1e-4)
+
+
+CONVS = [  # (lhs shape, rhs shape, keyword arguments of lax.conv_general_dilated)
+    ((2, 9, 9, 5), (3, 3, 5, 7), dict(window_strides=(2, 1), padding="SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+    ((2, 4, 10, 11), (6, 4, 3, 2), dict(window_strides=(1, 1), padding=((1, 2), (0, 1)), rhs_dilation=(2, 1))),
+    ((2, 6, 8, 8), (8, 3, 3, 3), dict(window_strides=(1, 1), padding="VALID", feature_group_count=2)),
+    ((1, 5, 4, 6, 4), (3, 3, 3, 4, 3), dict(window_strides=(1, 1, 1), padding=((2, 1),) * 3, lhs_dilation=(2, 2, 2),
+                                            dimension_numbers=("NDHWC", "DHWIO", "NCDHW"))),
+    ((3, 16, 2), (3, 2, 4), dict(window_strides=(1,), padding="VALID", dimension_numbers=("NWC", "WIO", "NWC"))),
+]
+
+
+@pytest.mark.parametrize("lhs, rhs, kwargs", CONVS, ids=["strided-nhwc", "rhs-dilated", "grouped", "transposed-3d",
+                                                           "1d"])
+def test_convolutions_lower_to_the_matmul_kernel_exactly(interpret, lhs, rhs, kwargs):
+    kx, kw = jax.random.split(jax.random.key(0))
+    x, w = jax.random.normal(kx, lhs), jax.random.normal(kw, rhs)
+
+    def conv(x, w):
+        return lax.conv_general_dilated(x, w, **kwargs)
+
+    with jax.default_matmul_precision("highest"):
+        want = conv(x, w)
+        got = jax.jit(staged_runtime._with_kernels(conv, 2))(x, w)
+    assert got.shape == want.shape
+    _close(got, want)
+
+
+@pytest.mark.parametrize("spec, lhs, rhs", [
+    ("bqhd,bkhd->bhqk", (2, 24, 3, 8), (2, 40, 3, 8)),
+    ("ijk,kjl->il", (20, 3, 136), (136, 3, 130)),
+    ("i,i->", (300,), (300,)),
+])
+def test_any_dot_general_runs_on_the_kernel(interpret, spec, lhs, rhs):
+    kx, kw = jax.random.split(jax.random.key(1))
+    x, w = jax.random.normal(kx, lhs), jax.random.normal(kw, rhs)
+    fn = lambda x, w: jnp.einsum(spec, x, w)  # noqa: E731
+    closed = jax.make_jaxpr(staged_runtime._with_kernels(fn, 2))(x, w)
+    assert "pallas_call" in str(closed) and "dot_general" not in str(closed.jaxpr.eqns[-1])
+    with jax.default_matmul_precision("highest"):
+        _close(jax.jit(staged_runtime._with_kernels(fn, 2))(x, w), fn(x, w))
+
+
+def test_matmuls_inside_scans_and_loops_reach_the_kernel(interpret):
+    def fn(x, ws):
+        h, _ = lax.scan(lambda h, w: (jnp.tanh(h @ w), None), x, ws)
+        return lax.fori_loop(0, 2, lambda i, h: h @ ws[0], h)
+
+    x, ws = jax.random.normal(jax.random.key(2), (32, 128)), jax.random.normal(jax.random.key(3), (3, 128, 128)) / 11
+    closed = jax.make_jaxpr(staged_runtime._with_kernels(fn, 2))(x, ws)
+    from maxkernel_tpu_pallas.judge.work import work_stats
+
+    stats = work_stats(closed)
+    assert stats["glue_flops"] == 0 and stats["kernel_flops"] >= 5 * 2 * 32 * 128 * 128
+    with jax.default_matmul_precision("highest"):
+        _close(jax.jit(staged_runtime._with_kernels(fn, 2))(x, ws), fn(x, ws))
+
+
+@given(n=st.integers(1, 1 << 20), target=st.sampled_from([2 ** i for i in range(3, 12)]),
+       align=st.sampled_from([8, 16, 32, 128]))
+def test_staged_blocks_are_always_legal(n, target, align):
+    """A block divides the (possibly zero-padded) extent, and is aligned and within the target, or whole."""
+    block, padded = staged_runtime._tile(n, target, align)
+    assert padded >= n and padded % block == 0 and padded - n < block
+    assert block == padded == n or (block % align == 0 and block <= max(target, align))
+
+
+def test_declines_grouped_ragged_matmuls_and_elementwise_heavy_programs():
+    x, w, g = jnp.ones((64, 128)), jnp.ones((4, 128, 128)), jnp.full((4,), 16, jnp.int32)
+    with pytest.raises(Declined, match="ragged_dot_general .* no kernel lowering"):
+        analyse_staged(jax.make_jaxpr(lambda x, w, g: lax.ragged_dot(x, w, g))(x, w, g))
+    with pytest.raises(Declined, match="no matmul or convolution"):
+        analyse_staged(jax.make_jaxpr(lambda x: jnp.exp(x))(x))
+
+
+def test_a_program_mostly_outside_its_matmul_is_declined_with_the_share(tmp_path):
+    body = "y = x\n    for _ in range(60):\n        y = jnp.sin(y) + y\n    return jax.lax.conv(y, w, (1, 1), 'SAME')"
+    session, backend = offline_session(tmp_path, _task(tmp_path, body))
+    try:
+        with pytest.raises(OfflineDeclined, match=r"no staged kernels: \d+% of the arithmetic is outside the matmuls"):
+            session.plan()
+    finally:
+        backend.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task_name, target", [("conv_batchnorm", "v5e"), ("conv_batchnorm", "v6e"),
+                                               ("mlp_scan", "v5e")])
+def test_staged_kernels_pass_the_cascade(tmp_path, task_name, target):
+    session, backend = offline_session(tmp_path, TASKS / task_name, target)
+    try:
+        plan = session.plan()
+        assert plan.decisions["template"] == "staged", plan.decisions
+        candidate = session.implement(plan)
+        assert "template: staged" in candidate.code and "def _matmul_kernel(" in candidate.code
+        for name, value in plan.parameters.items():
+            assert f"{name} = {value}" in candidate.code
+        verdict = session.repair(candidate, session.evaluate(candidate), max_attempts=4).evaluation
+        assert verdict.status is EvalStatus.OK, verdict.reason
+        proof = next(c for c in verdict.checks if c.name == "proof_of_kernel")
+        assert proof.passed and "of the work inside kernels" in proof.message
+    finally:
+        backend.close()
+
+
+@pytest.mark.slow
+def test_debugger_shrinks_staged_blocks_after_a_real_vmem_overflow(tmp_path):
+    session, backend = offline_session(tmp_path, TASKS / "mlp_scan")
+    try:
+        session.plan()
+        oversized = Plan(session.task.id, "too big on purpose", {"template": "staged"},
+                         {"BLOCK_M": 2048, "BLOCK_N": 2048, "BLOCK_K": 2048, "VMEM_LIMIT_BYTES": 32 << 20})
+        candidate = session.implement(oversized)
+        verdict = session.evaluate(candidate)
+        assert verdict.status is EvalStatus.COMPILE_ERROR and "vmem" in verdict.reason.lower()
+        fixed = session.repair(candidate, verdict, max_attempts=6)
+        assert fixed.evaluation.ok, fixed.evaluation.reason
+        assert fixed.candidate.provenance.role == "debug"
+    finally:
+        backend.close()
