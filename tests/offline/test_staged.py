@@ -51,11 +51,15 @@ CONVS = [  # (lhs shape, rhs shape, keyword arguments of lax.conv_general_dilate
     ((1, 5, 4, 6, 4), (3, 3, 3, 4, 3), dict(window_strides=(1, 1, 1), padding=((2, 1),) * 3, lhs_dilation=(2, 2, 2),
                                             dimension_numbers=("NDHWC", "DHWIO", "NCDHW"))),
     ((3, 16, 2), (3, 2, 4), dict(window_strides=(1,), padding="VALID", dimension_numbers=("NWC", "WIO", "NWC"))),
+    ((2, 7, 3), (4, 3, 5), dict(window_strides=(1,), padding=((2, 2),), lhs_dilation=(2,),
+                                dimension_numbers=("NWC", "WIO", "NWC"))),
+    ((2, 7, 3), (2, 3, 5), dict(window_strides=(1,), padding=((0, 3),), lhs_dilation=(3,),
+                                dimension_numbers=("NWC", "WIO", "NCW"))),
 ]
 
 
 @pytest.mark.parametrize("lhs, rhs, kwargs", CONVS, ids=["strided-nhwc", "rhs-dilated", "grouped", "transposed-3d",
-                                                           "1d"])
+                                                           "1d", "transposed-k4-s2", "transposed-window-under-stride"])
 def test_convolutions_lower_to_the_matmul_kernel_exactly(interpret, lhs, rhs, kwargs):
     kx, kw = jax.random.split(jax.random.key(0))
     x, w = jax.random.normal(kx, lhs), jax.random.normal(kw, rhs)
@@ -162,3 +166,17 @@ def test_debugger_shrinks_staged_blocks_after_a_real_vmem_overflow(tmp_path):
         assert fixed.candidate.provenance.role == "debug"
     finally:
         backend.close()
+
+
+def test_large_im2col_patches_are_built_one_block_of_the_batch_at_a_time(interpret, monkeypatch):
+    monkeypatch.setattr(staged_runtime, "PATCH_BYTES", 40_000)  # the 4 images' patches take 4 x 28.8 kB
+    x, w = jax.random.normal(jax.random.key(4), (4, 10, 10, 8)), jax.random.normal(jax.random.key(5), (3, 3, 8, 16))
+
+    def conv(x, w):
+        return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    closed = jax.make_jaxpr(staged_runtime._with_kernels(conv, 2))(x, w)
+    (scan,) = [e for e in closed.jaxpr.eqns if e.primitive.name == "scan"]
+    assert scan.params["length"] == 4  # one image per step
+    with jax.default_matmul_precision("highest"):
+        _close(jax.jit(staged_runtime._with_kernels(conv, 2))(x, w), conv(x, w))

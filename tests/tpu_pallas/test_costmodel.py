@@ -9,7 +9,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tpu_pallas.judge.compile import compile_for_target
-from maxkernel_tpu_pallas.profiling.costmodel import estimate, generation_constants, tile_padded_bytes
+from maxkernel_tpu_pallas.profiling.costmodel import estimate, generation_constants, tile_padded_bytes, with_glue
 from maxkernel_tpu_pallas.profiling.diagnosis import diagnose
 from maxkernel_tpu_pallas.profiling.extract import chip_figures, describe_kernels
 
@@ -178,3 +178,17 @@ def test_mxu_padding_waste_is_reported():
     est = estimate([k], chip_figures("v6e"), "v6e")  # 256-wide MXU: K and N of 64 fill a quarter each
     assert est.kernels[0].dots[0]["padding_waste"] == pytest.approx(1 - (64 * 64) / (256 * 256))
     assert any("wastes 94% of the MXU" in line for line in diagnose(est))
+
+
+def test_code_around_the_kernels_is_added_from_xla_estimate_of_the_candidate():
+    (k,) = describe(matmul(256, 256, 512), sds((1024, 2048)), sds((2048, 512)))
+    est = estimate([k], chip_figures("v5e"), "v5e")
+    io = (1024 * 2048 + 2048 * 512 + 1024 * 512) * 2 / est.chip["mem_bw_bytes_per_second"]
+    # XLA sees an im2col or a transpose around the kernel: what it estimates beyond the kernel's I/O is glue.
+    glued = with_glue(est, {"optimal_seconds": io + 1e-3})
+    assert glued.glue_seconds == pytest.approx(1e-3) and glued.seconds == pytest.approx(est.seconds + 1e-3)
+    assert with_glue(glued, {"optimal_seconds": io + 2e-3}).seconds == pytest.approx(est.seconds + 2e-3)  # not twice
+    assert "code outside the kernels" in "\n".join(diagnose(glued))
+    # A candidate that is only its kernel (XLA estimates no more than its I/O) or with no estimate: unchanged.
+    assert with_glue(est, {"optimal_seconds": io / 2}).seconds == est.seconds
+    assert with_glue(est, {}) is est and with_glue(est, None) is est

@@ -82,8 +82,17 @@ def _matmuls(jaxpr, repeat: int, out: list[Matmul]) -> None:
             groups = eqn.params["feature_group_count"]
             taps = math.prod(rhs.shape[d] for d in rhs_spec[2:])
             positions = res.shape[out_spec[0]] * math.prod(res.shape[d] for d in out_spec[2:])
-            out.append(Matmul(groups, positions, rhs.shape[rhs_spec[0]] // groups, taps * rhs.shape[rhs_spec[1]],
-                              str(lhs.dtype), repeat, "conv_general_dilated"))
+            classes = 1  # a transposed convolution runs as one convolution per output residue class
+            if (max(eqn.params["lhs_dilation"]) > 1 and set(eqn.params["window_strides"]) == {1}
+                    and set(eqn.params["rhs_dilation"]) == {1}):
+                classes = math.prod(eqn.params["lhs_dilation"])
+            k = max(taps // classes, 1) * rhs.shape[rhs_spec[1]]
+            batch = res.shape[out_spec[0]]
+            patches = positions // classes * k * itemsize(str(lhs.dtype))
+            chunks = next((d for d in range(1, batch + 1) if batch % d == 0
+                           and patches // d <= staged_runtime.PATCH_BYTES), batch)  # as the runtime splits the batch
+            out.append(Matmul(groups * classes, positions // classes // chunks, rhs.shape[rhs_spec[0]] // groups,
+                              k, str(lhs.dtype), repeat * chunks, "conv_general_dilated"))
         length = int(eqn.params.get("length", 1)) if name == "scan" else 1
         for value in eqn.params.values():
             for item in value if isinstance(value, (tuple, list)) else (value,):
@@ -159,12 +168,15 @@ def _runtime_source() -> str:
 
 def _check_names(reference_source: str) -> None:
     """The reference is pasted next to the runtime: a top-level name of both would break one of them."""
-    runtime = {n.name for n in ast.parse(_runtime_source()).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    runtime |= {"_CALLS", "BLOCK_M", "BLOCK_N", "BLOCK_K", "VMEM_LIMIT_BYTES", "_block", "_reference", "computation"}
-    tree = ast.parse(reference_source)
-    names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    names |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
-    clash = sorted(names & (runtime - {"computation"}))
+    def top_level(source: str) -> set[str]:
+        tree = ast.parse(source)
+        names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        return names | {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
+                        if isinstance(t, ast.Name)}
+
+    runtime = top_level(_runtime_source()) | {"BLOCK_M", "BLOCK_N", "BLOCK_K", "VMEM_LIMIT_BYTES", "_block",
+                                              "_reference"}
+    clash = sorted(top_level(reference_source) & runtime)
     if clash:
         raise Declined(f"the reference defines {', '.join(clash)}, a name the staged runtime uses")
 

@@ -29,6 +29,8 @@ BLOCK_M, BLOCK_N, BLOCK_K, VMEM_LIMIT_BYTES = 512, 512, 512, 64 << 20
 
 
 # --- the staged runtime (pasted into candidates from here on) ---
+#: im2col patches above this size are built for one block of the batch at a time (they would not fit HBM).
+PATCH_BYTES = 1 << 30
 _CALLS = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
          "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr", "custom_vjp_call_jaxpr": "fun_jaxpr",
          "remat": "jaxpr", "checkpoint": "jaxpr"}
@@ -99,38 +101,89 @@ def _dot_general_on_kernel(lhs, rhs, *, dimension_numbers, out_dtype):
 
 
 def _conv_on_kernel(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
-         feature_group_count, out_dtype):
-    """A convolution as one matmul per feature group over im2col patches (N*out positions, taps*C/G)."""
+                    feature_group_count, out_dtype):
+    """A convolution in any layout, on the matmul kernel: brought to (N, spatial..., C) x (window..., C/G, O)."""
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     nsp = len(lhs_spec) - 2
-    x = jnp.transpose(lhs, (lhs_spec[0], *lhs_spec[2:], lhs_spec[1]))  # N, spatial..., C
-    w = jnp.transpose(rhs, (*rhs_spec[2:], rhs_spec[1], rhs_spec[0]))  # window..., C/G, O
-    # Dilate (transposed convolutions) and pad the input as the convolution does: interior padding.
-    zero = jnp.zeros((), x.dtype)
-    x = lax.pad(x, zero, [(0, 0, 0), *[(lo, hi, d - 1) for (lo, hi), d in zip(padding, lhs_dilation)], (0, 0, 0)])
+    x = jnp.transpose(lhs, (lhs_spec[0], *lhs_spec[2:], lhs_spec[1]))
+    w = jnp.transpose(rhs, (*rhs_spec[2:], rhs_spec[1], rhs_spec[0]))
+    dtype = jnp.promote_types(x.dtype, w.dtype)
+    x, w = x.astype(dtype), w.astype(dtype)
+    if any(d > 1 for d in lhs_dilation) and all(s == 1 for s in window_strides) and all(r == 1 for r in rhs_dilation):
+        out = _transposed_conv(x, w, padding, lhs_dilation, feature_group_count, out_dtype)
+    else:
+        zero = jnp.zeros((), x.dtype)  # dilation (of a transposed convolution) is interior padding
+        x = lax.pad(x, zero, [(0, 0, 0), *[(lo, hi, d - 1) for (lo, hi), d in zip(padding, lhs_dilation)], (0, 0, 0)])
+        out = _im2col_conv(x, w, window_strides, rhs_dilation, feature_group_count, out_dtype)
+    # out_spec says where batch, feature and each spatial dim sit in the result.
+    order = [0, nsp + 1, *range(1, nsp + 1)]
+    return jnp.transpose(out, [order[list(out_spec).index(d)] for d in range(nsp + 2)])
+
+
+def _im2col_conv(x, w, strides, rhs_dilation, groups, out_dtype):
+    """VALID convolution of a padded (N, spatial..., C) input: one matmul per feature group over the patches
+    (N * output positions, taps * C/G); the patches are strided slices, stacked (data movement only)."""
+    nsp = x.ndim - 2
     window = w.shape[:nsp]
-    out_sp = [(x.shape[1 + i] - (window[i] - 1) * rhs_dilation[i] - 1) // window_strides[i] + 1
-              for i in range(nsp)]
+    out_sp = [(x.shape[1 + i] - (window[i] - 1) * rhs_dilation[i] - 1) // strides[i] + 1 for i in range(nsp)]
+    n = x.shape[0]
+    patch_bytes = n * math.prod(out_sp) * math.prod(window) * x.shape[-1] * x.dtype.itemsize
+    chunks = next((d for d in range(1, n + 1) if n % d == 0 and patch_bytes // d <= PATCH_BYTES), n)
+    if chunks > 1:  # bound the patches in HBM: one block of the batch at a time
+        parts = lax.map(lambda xc: _im2col_conv(xc, w, strides, rhs_dilation, groups, out_dtype),
+                        x.reshape(chunks, n // chunks, *x.shape[1:]))
+        return parts.reshape(n, *parts.shape[2:])
     taps = []
     for tap in itertools.product(*[range(k) for k in window]):
         start = [0, *[t * r for t, r in zip(tap, rhs_dilation)], 0]
-        limit = [x.shape[0], *[s + (o - 1) * st + 1 for s, o, st in zip(start[1:], out_sp, window_strides)],
-                 x.shape[-1]]
-        taps.append(lax.slice(x, start, limit, (1, *window_strides, 1)))
-    groups = feature_group_count
-    n, c, o = x.shape[0], x.shape[-1], w.shape[-1]
+        limit = [x.shape[0], *[s + (o - 1) * st + 1 for s, o, st in zip(start[1:], out_sp, strides)], x.shape[-1]]
+        taps.append(lax.slice(x, start, limit, (1, *strides, 1)))
+    c, o = x.shape[-1], w.shape[-1]
     positions, t = n * math.prod(out_sp), len(taps)
-    patches = jnp.stack(taps, axis=-2).reshape(positions, t, groups, c // groups)
+    # Concatenated along channels, not stacked on a new axis: a (..., taps, C) array with a small C would be
+    # padded to 128 lanes in HBM (4x the bytes for C = 32).
+    patches = jnp.concatenate(taps, axis=-1).reshape(positions, t, groups, c // groups)
     patches = jnp.transpose(patches, (2, 0, 1, 3)).reshape(groups, positions, t * (c // groups))
     weights = w.reshape(t, c // groups, groups, o // groups)
     weights = jnp.transpose(weights, (2, 0, 1, 3)).reshape(groups, t * (c // groups), o // groups)
-    dtype = jnp.promote_types(patches.dtype, weights.dtype)
-    out = _pallas_matmul(patches.astype(dtype), weights.astype(dtype), out_dtype)  # G, positions, O/G
-    out = jnp.transpose(out, (1, 0, 2)).reshape(n, *out_sp, o)  # N, spatial..., O
-    # out_spec says where batch, feature and each spatial dim sit in the result.
-    order = [0, nsp + 1, *range(1, nsp + 1)]
-    perm = [order[list(out_spec).index(d)] for d in range(nsp + 2)]
-    return jnp.transpose(out, perm)
+    out = _pallas_matmul(patches, weights, out_dtype)  # G, positions, O/G
+    return jnp.transpose(out, (1, 0, 2)).reshape(n, *out_sp, o)
+
+
+def _transposed_conv(x, w, padding, dilation, groups, out_dtype):
+    """A stride-1 convolution of an input dilated by s (a transposed convolution), without the zeros: the
+    outputs at positions r (mod s) meet only the taps t0(r), t0(r) + s, ... of the window, so each of the
+    prod(s) residue classes is a dense convolution of the undilated input with a sub-window (1/s of the
+    taps per dim), and the classes interleave into the output. im2col of the dilated input would spend
+    (1 - 1/s) of its FLOPs and of its patch memory on zeros."""
+    nsp = x.ndim - 2
+    window = w.shape[:nsp]
+    out_sp = [p[0] + (x.shape[1 + i] - 1) * dilation[i] + 1 + p[1] - window[i] + 1 for i, p in enumerate(padding)]
+    parts = []  # (output index of the class, its outputs), residues in lexicographic order
+    for residues in itertools.product(*[range(min(s, o)) for s, o in zip(dilation, out_sp)]):
+        crop, taps, index = [(0, 0, 0)], [], [slice(None)]
+        for i, r in enumerate(residues):
+            s, lo, k, n = dilation[i], padding[i][0], window[i], x.shape[1 + i]
+            t0 = (lo - r) % s
+            count, q = -(-(out_sp[i] - r) // s), len(range(t0, k, s))
+            c = (r + t0 - lo) // s  # the input index the first output of this class meets first
+            crop.append((-c, c + count + q - 1 - n, 0))  # negative padding crops
+            taps.append(slice(t0, k, s))
+            index.append(slice(r, None, s))
+        if any(t.start >= k for t, k in zip(taps, window)):
+            continue  # no tap lands on an input element: these outputs stay zero
+        part = lax.pad(x, jnp.zeros((), x.dtype), [*crop, (0, 0, 0)])
+        parts.append((index, _im2col_conv(part, w[tuple(taps)], (1,) * nsp, (1,) * nsp, groups, out_dtype)))
+    shape = (x.shape[0], *out_sp, w.shape[-1])
+    if len(parts) == math.prod(dilation) and all(o % s == 0 for o, s in zip(out_sp, dilation)):
+        # Every class has the same extent: interleave by a reshape (no scatter, no zero-filled copies).
+        stacked = jnp.stack([cls for _, cls in parts]).reshape(*dilation, *parts[0][1].shape)
+        perm = [nsp, *[a for i in range(nsp) for a in (nsp + 1 + i, i)], 2 * nsp + 1]
+        return jnp.transpose(stacked, perm).reshape(shape)
+    out = jnp.zeros(shape, out_dtype)
+    for index, cls in parts:
+        out = out.at[(*index, slice(None))].set(cls)
+    return out
 
 
 def _run_with_kernels(jaxpr, consts, args):

@@ -21,7 +21,7 @@ import numpy as np
 from attrs import frozen
 from maxkernel_core import Candidate, CheckResult, EvalStatus, Evaluation, Profile, Task, TaskError, TestReport
 
-from ..profiling.costmodel import estimate, xla_reference_seconds
+from ..profiling.costmodel import estimate, with_glue, xla_reference_seconds
 from ..profiling.diagnosis import as_details, diagnose, profile_record
 from ..sandbox.pool import JobOutcome, Limits, WorkerPool
 from ..targets import check_target
@@ -57,10 +57,12 @@ class ReferenceData:
         cost = self.xla.get("cost") or {}
         seconds = xla_reference_seconds(cost, self.xla["chip"])
         # XLA's cost analysis counts a loop body once (a lax.map over query chunks, a scan over
-        # experts); the traced jaxpr counts it per trip. Scale by the matmul work it missed.
+        # experts); the traced jaxpr counts it per trip. The matmul work it missed sets a floor: the
+        # traced FLOPs at the MXU's peak. (Scaling the whole estimate would also multiply the work
+        # outside the loop, such as a gather before a scan over tiles.)
         counted, traced = cost.get("flops") or 0.0, (self.work or {}).get("glue_flops") or 0
         if seconds and counted and traced > 1.5 * counted:
-            seconds *= traced / counted
+            seconds = max(seconds, traced / self.xla["chip"]["bf16_ops_per_second"])
         return seconds
 
 
@@ -208,6 +210,9 @@ class Evaluator:
             return done(EvalStatus.COMPILE_ERROR, f"TPU compile for {target} failed{line}: {err['message']}")
         checks.append(CheckResult("tpu_compile", True, f"compiled for {comp.get('device_kind')}", compile_details,
                                   comp["seconds"]))
+        if estimate is not None:  # the compiled candidate shows what runs around the kernels
+            estimate = with_glue(estimate, comp.get("cost"))
+            details["cost_model"] = {**as_details(estimate, ref.xla_seconds), "diagnosis": diagnose(estimate)}
         return self._correctness(task, cand, ref, outcome, checks, details, done, estimate)
 
     @staticmethod

@@ -30,7 +30,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from attrs import define, field
+from attrs import define, evolve, field
 
 CHIPS_DIR = Path(__file__).parent / "chips"
 SUBLANES_32BIT = 8
@@ -114,6 +114,8 @@ class CostEstimate:
     ideal_seconds: float
     chip: dict[str, Any]
     estimated: bool = True
+    #: Time of the code around the kernels (transposes, im2col, norms left to XLA), included in ``seconds``.
+    glue_seconds: float = 0.0
 
     @property
     def bound(self) -> str:
@@ -210,6 +212,22 @@ def estimate(kernels: list[dict[str, Any]], chip: dict[str, Any], target: str) -
     min_bytes = sum(o.array_bytes for k in costs for o in k.operands)
     ideal = max(min_bytes / chip["mem_bw_bytes_per_second"], sum(k.ideal_compute_s for k in costs))
     return CostEstimate(target, costs, sum(k.seconds for k in costs), hbm, flops, ideal, chip)
+
+
+def with_glue(est: CostEstimate, candidate_cost: dict[str, float] | None) -> CostEstimate:
+    """The estimate plus the code outside the kernels, from XLA's own estimate of the compiled candidate.
+
+    XLA's cost analysis sees the whole candidate program: the glue fusions, and the kernels only as custom
+    calls whose operands and results cross HBM. What it estimates beyond that ideal kernel I/O is the glue's
+    time, added to the model's kernel time. A candidate that is one kernel gets (about) nothing added; one
+    that leaves transposes or an im2col to XLA pays for them here, as it would on the chip.
+    """
+    xla = xla_reference_seconds(candidate_cost or {}, est.chip)
+    if not xla:
+        return est
+    kernel_io = sum(o.array_bytes for k in est.kernels for o in k.operands) / est.chip["mem_bw_bytes_per_second"]
+    glue = max(0.0, xla - kernel_io)
+    return evolve(est, seconds=est.seconds - est.glue_seconds + glue, glue_seconds=glue)
 
 
 def xla_reference_seconds(cost: dict[str, float], chip: dict[str, Any]) -> float | None:

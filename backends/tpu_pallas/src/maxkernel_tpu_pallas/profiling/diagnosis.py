@@ -65,6 +65,9 @@ def diagnose(est: CostEstimate) -> list[str]:
         if k.overhead_s > 0.2 * k.seconds:
             lines.append(f"{k.steps:,} grid steps cost {_us(k.overhead_s)} of fixed overhead "
                          f"({k.overhead_s / k.seconds:.0%}): use larger blocks")
+    if est.glue_seconds > 0.05 * est.seconds:
+        lines.append(f"code outside the kernels (XLA's estimate of the candidate beyond the kernels' I/O) takes "
+                     f"{_us(est.glue_seconds)} ({est.glue_seconds / est.seconds:.0%}): fuse it into a kernel")
     lines.append(f"arithmetic intensity {est.arithmetic_intensity:,.1f} FLOP/byte; {est.roofline_fraction:.0%} "
                  f"of the roofline (estimate)")
     return lines
@@ -76,6 +79,7 @@ def as_details(est: CostEstimate, xla_seconds: float | None) -> dict[str, Any]:
         "estimated": True,
         "target": est.target,
         "seconds": est.seconds,
+        "glue_seconds": est.glue_seconds,
         "bound": est.bound,
         "hbm_bytes": est.hbm_bytes,
         "flops": est.flops,
