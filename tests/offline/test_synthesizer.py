@@ -133,3 +133,38 @@ def test_batch_fallback_declines_when_blocks_would_mix(tmp_path):
             session.plan()
     finally:
         backend.close()
+
+
+def _analysis(fn, *shapes):
+    from maxkernel_llm_providers.offline.analysis import analyse, trace_reference
+
+    return analyse(trace_reference(fn, shapes, ()))
+
+
+def test_rowwise_takes_one_label_per_row_and_declines_other_gathers():
+    import jax
+    import jax.numpy as jnp
+
+    from maxkernel_llm_providers.offline.analysis import Declined
+
+    logits, labels = jax.ShapeDtypeStruct((512, 1024), jnp.float32), jax.ShapeDtypeStruct((512,), jnp.int32)
+    a = _analysis(lambda x, y: jax.nn.logsumexp(x, axis=-1) - jnp.take_along_axis(x, y[:, None], axis=-1)[:, 0],
+                  logits, labels)
+    assert (a.template, a.rows, a.d) == ("rowwise", 512, 1024)  # the rows of the logits, not of the output
+    with pytest.raises(Declined, match="does not pick one element of each row's last axis"):  # whole rows, permuted
+        _analysis(lambda x, y: jax.nn.logsumexp(jnp.take(x, y, axis=0), axis=-1), logits, labels)
+
+
+@pytest.mark.slow
+def test_cross_entropy_label_gather_passes_the_cascade(tmp_path):
+    session, backend = offline_session(tmp_path, Path(__file__).parent / "tasks" / "cross_entropy")
+    try:
+        plan = session.plan()
+        assert plan.decisions["template"] == "rowwise"
+        candidate = session.implement(plan)
+        assert "broadcasted_iota" in candidate.code  # the label's logit picked by a one-hot compare
+        final = session.repair(candidate, session.evaluate(candidate), max_attempts=4)
+        assert final.evaluation.ok, final.evaluation.reason
+    finally:
+        backend.close()
+

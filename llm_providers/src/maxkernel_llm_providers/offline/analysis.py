@@ -22,6 +22,7 @@ import math
 from typing import Any
 
 import jax
+import numpy as np
 from attrs import define, field
 from jax.extend import core as jex_core
 
@@ -135,7 +136,8 @@ def bind_size_literals(full: Program, small: Program, dims_full: dict[str, int],
                 continue
             for expr, (vf, vs) in options.items():
                 if float(lf) == vf and float(ls) == vs:
-                    eq_full.literal_exprs[pos] = f"float({expr})"
+                    integer = np.issubdtype(np.asarray(lf).dtype, np.integer)  # an index offset stays an int
+                    eq_full.literal_exprs[pos] = f"({expr})" if integer else f"float({expr})"
                     break
                 if float(lf) == 1.0 / vf and float(ls) == 1.0 / vs:
                     eq_full.literal_exprs[pos] = f"(1.0 / ({expr}))"
@@ -158,6 +160,21 @@ def _kind(shape: tuple[int, ...], rows: int, d: int) -> str:
     return "other"
 
 
+def _check_row_gather(eqn: Eqn, program: Program, in_kinds: list[str], out_kind: str) -> None:
+    """A gather is row-local when it picks one element of each row's last axis (``take_along_axis`` of a
+    label per row, as cross-entropy does): the kernel selects it with a one-hot compare on the row."""
+    dn, src = eqn.params["dimension_numbers"], program.shapes[eqn.inputs[0]]
+    lead = tuple(range(len(src) - 1))
+    last = (len(src) - 1,)
+    if (in_kinds[:2] != ["row", "rowred"] or out_kind != "rowred" or tuple(dn.offset_dims) != ()
+            or tuple(dn.collapsed_slice_dims) != last or tuple(dn.start_index_map) != last
+            or tuple(getattr(dn, "operand_batching_dims", ())) != lead
+            or tuple(getattr(dn, "start_indices_batching_dims", ())) != lead
+            or any(size != 1 for size in eqn.params["slice_sizes"])):
+        raise Declined(f"a gather from {src} that does not pick one element of each row's last axis (only "
+                       "take_along_axis of one index per row keeps rows independent)")
+
+
 @define
 class RowPlan:
     """A program whose values all have row kinds relative to (rows, d)."""
@@ -178,7 +195,9 @@ def classify_rows(program: Program, eqns: list[Eqn], seeds: dict[str, str], rows
         if "other" in in_kinds or out_kind == "other":
             raise Declined(f"{eqn.prim} works on a shape {eqn.out_shapes[0]} that is not a row, a row statistic, "
                            f"a per-column parameter or a scalar of the ({rows}, {d}) row view")
-        if eqn.prim in LAST_AXIS_REDUCTIONS:
+        if eqn.prim == "gather":
+            _check_row_gather(eqn, program, in_kinds, out_kind)
+        elif eqn.prim in LAST_AXIS_REDUCTIONS:
             axes = tuple(eqn.params.get("axes", ()))
             src = program.shapes[eqn.inputs[0]]
             if in_kinds[0] != "row" or axes != (len(src) - 1,):
@@ -276,6 +295,9 @@ def _specific(program: Program) -> Analysis:
     if not dots:
         d = out_shape[-1] if out_shape else 1
         rows = math.prod(out_shape) // d if out_shape else 1
+        lead = max((program.shapes[name] for name in program.inputs), key=math.prod, default=())
+        if len(lead) >= 2 and math.prod(out_shape) == math.prod(lead[:-1]):
+            rows, d = math.prod(lead[:-1]), lead[-1]  # the output is a statistic of the largest input's rows
         seeds = {name: _kind(program.shapes[name], rows, d) for name in program.inputs}
         plan = classify_rows(program, program.eqns, seeds, rows, d)
         why = (f"rows are independent: {plan.reductions} reduction(s) over the last axis, the rest elementwise"

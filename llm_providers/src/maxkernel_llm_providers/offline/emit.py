@@ -74,9 +74,26 @@ def emit(eqns: list[Eqn], names: dict[str, str], indent: str = "    ") -> list[s
             expr = f"{REDUCE[p]}({args[0]}, axis=-1, keepdims=True)"
         elif p in ("argmax", "argmin"):
             expr = f"jnp.{p}({args[0]}, axis=-1, keepdims=True).astype(jnp.{np.dtype(eqn.params['index_dtype']).name})"
+        elif p == "gather":  # one element per row (checked by the analysis): a one-hot select, exact
+            expr = _row_gather(eqn, args)
         elif p in ("broadcast_in_dim", "reshape", "squeeze", "expand_dims", "stop_gradient"):
             expr = args[0]  # blocks broadcast by numpy rules; row statistics keep their axis
         else:
             raise Declined(f"no emitter for {p}")
         lines.append(f"{indent}{out} = {expr}")
     return lines
+
+
+def _row_gather(eqn: Eqn, args: list[str]) -> str:
+    """``x[row, idx[row]]`` as ``sum(where(iota == idx, x, 0))`` over the row, with the gather's mode."""
+    x, idx = args[:2]
+    mode = str(eqn.params.get("mode", ""))
+    if "CLIP" in mode:
+        idx = f"jnp.clip({idx}, 0, {x}.shape[-1] - 1)"
+    picked = (f"jnp.sum(jnp.where(jax.lax.broadcasted_iota(jnp.int32, {x}.shape, {x}.ndim - 1) == {idx}, "
+              f"{x}.astype(jnp.float32), 0.0), axis=-1, keepdims=True)")
+    if "FILL" in mode:  # the fill in f32: Mosaic has no lane broadcast of a 16-bit (rows, 1) select
+        fill = eqn.params.get("fill_value")
+        fill = "float('nan')" if fill is None else literal(fill)
+        picked = f"jnp.where(({idx} >= 0) & ({idx} < {x}.shape[-1]), {picked}, {fill})"
+    return f"{picked}.astype({x}.dtype)"

@@ -138,6 +138,9 @@ def write_module(s: dict[str, Any], task_id: str, params: dict[str, Any]) -> str
     from .templates import batch_module, matmul_module, rowwise_module
 
     a = s["analysis"]
+    # A point edited by hand (human-in-the-loop) may name only the blocks it changes: the rest of the
+    # template's constants come from the cost model's default point.
+    params = {**s["ranked"][0][0], **params} if s.get("ranked") else params
     if a.template == "batch":
         return batch_module(a, task_id, params, s["source"], s["entry"], s["n_dynamic"])
     if a.template == "staged":

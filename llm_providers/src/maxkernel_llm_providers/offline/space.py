@@ -42,9 +42,7 @@ def space(a: Analysis, dtype: str) -> dict[str, list[int]]:
 
 
 def _fixed(a: Analysis, vmem_limit: int) -> dict[str, int]:
-    if a.template == "rowwise":
-        return {}
-    if a.template in ("batch", "attention", "staged"):
+    if a.template in ("rowwise", "batch", "attention", "staged"):
         return {"VMEM_LIMIT_BYTES": vmem_limit}
     return {"FULL_ROWS": int(bool(a.reductions)), "VMEM_LIMIT_BYTES": vmem_limit}
 
@@ -68,7 +66,7 @@ def describe(a: Analysis, point: dict[str, int], dtype: str) -> dict[str, Any] |
                              "changes": steps - 1 if moving else 0, "depends_on": [moving]})
         ops = len(a.program.eqns)
         return {"name": "rowwise", "grid": [steps], "steps": steps, "dimension_semantics": ["parallel"],
-                "vmem_limit_bytes": None, "operands": operands, "scratch": [],
+                "vmem_limit_bytes": point.get("VMEM_LIMIT_BYTES"), "operands": operands, "scratch": [],
                 "body": {"dots": [], "elementwise": ops * br * a.d, "transcendental": 0}, "repeat": 1}
     if a.template == "batch":
         return _describe_batch(a, point)

@@ -108,7 +108,8 @@ def rowwise_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str
              "        grid=(rows // rows_per_block,),",
              f"        in_specs=[{', '.join(specs)}],",
              f"        out_specs=pl.BlockSpec({out_shape}, lambda i: {out_index}),",
-             "        compiler_params=pltpu.CompilerParams(dimension_semantics=(\"parallel\",)),",
+             "        compiler_params=pltpu.CompilerParams(dimension_semantics=(\"parallel\",),",
+             "                                             vmem_limit_bytes=VMEM_LIMIT_BYTES),",
              "    )(*views)",
              f"    return out.reshape({_output_shape_expr(a, args[lead])})", ""]
     return "\n".join(lines)
