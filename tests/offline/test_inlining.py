@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ..helpers import REPO
 from .test_synthesizer import offline_session
 
@@ -17,16 +19,37 @@ def test_a_reference_calling_jax_nn_relu_gets_the_matmul_epilogue_template(tmp_p
         backend.close()
 
 
+def test_a_batch_template_that_cannot_fit_vmem_gives_way_to_staged_kernels(tmp_path):
+    # Retention is two matmuls without a softmax: the batch fallback takes it, but a whole [S, S]
+    # score block per batch row is far over VMEM at full size at any block, so only its matmuls go
+    # on kernels, and the plan says why.
+    session, backend = offline_session(tmp_path, REPO / "jaxbench" / "15p_RetNet_Retention")
+    try:
+        plan = session.plan()
+        assert plan.decisions["template"] == "staged"
+        assert re.search(r"the batch template needs [\d,]+ MiB of VMEM", plan.decisions["why"])
+    finally:
+        backend.close()
+
+
 def test_a_template_that_cannot_fit_vmem_at_any_block_declines_with_the_sizes(tmp_path):
     import pytest
 
     from maxkernel_llm_providers.offline.plugin import OfflineDeclined
 
-    # Retention is two matmuls without a softmax: only the batch fallback takes it, and a whole
-    # [S, S] score block per batch row is far over VMEM at full size.
-    session, backend = offline_session(tmp_path, REPO / "jaxbench" / "15p_RetNet_Retention")
+    # A whole-row softmax over 2^22 float32 columns: 16 MiB a row, 8 rows at the least (a block of
+    # the sublane tile) is 128 MiB before double-buffering, and no matmul for staged kernels.
+    folder = tmp_path / "wide_softmax"
+    folder.mkdir()
+    (folder / "kernel_task.yaml").write_text("task_id: wide_softmax\natol: 0.01\nrtol: 0.01\n")
+    (folder / "reference.py").write_text(
+        "import jax\nimport jax.numpy as jnp\n\n"
+        "def get_inputs(dtype=jnp.float32):\n"
+        "    return (jax.random.normal(jax.random.key(0), (64, 1 << 22), dtype),), ()\n\n"
+        "def computation(x):\n    return jax.nn.softmax(x, axis=-1)\n")
+    session, backend = offline_session(tmp_path, folder)
     try:
-        with pytest.raises(OfflineDeclined, match=r"batch template does not fit: even its smallest blocks need [\d,]+ MiB"):
+        with pytest.raises(OfflineDeclined, match=r"rowwise template does not fit: even its smallest blocks need [\d,]+ MiB"):
             session.plan()
     finally:
         backend.close()

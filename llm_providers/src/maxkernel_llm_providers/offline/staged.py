@@ -19,6 +19,7 @@ import ast
 import inspect
 import math
 import re
+import textwrap
 from typing import Any
 
 from attrs import define, field
@@ -193,15 +194,16 @@ def module_source(spec: StagedSpec, task_id: str, params: dict[str, int], refere
         header.format(
             title=f"Pallas matmul kernels for every matmul and convolution of {task_id}; the rest left to XLA.",
             template="staged", task_id=task_id,
-            why=(f"Why: no fused template fits, so the reference's own program runs with its {what} on a tiled "
-                 f"Pallas matmul kernel (f32 accumulator in VMEM, K innermost). The other ops ({left}; "
-                 f"{spec.glue_share:.0%} of the arithmetic) are bound as the reference binds them, for XLA to "
-                 "fuse around the kernels: exact by construction, but each matmul output makes one HBM round "
-                 "trip that a fused epilogue would save."),
+            why=textwrap.fill(
+                f"Why: no fused template fits, so the reference's own program runs with its {what} on a tiled "
+                f"Pallas matmul kernel (f32 accumulator in VMEM, K innermost). The other ops ({left}; "
+                f"{spec.glue_share:.1%} of the arithmetic) are bound as the reference binds them, for XLA to "
+                "fuse around the kernels: exact by construction, but each matmul output makes one HBM round "
+                "trip that a fused epilogue would save.", 100),
             params=params, constants="\n".join(f"{k} = {v}" for k, v in params.items()),
             block_helper=block_helper_source()
         ).replace("import functools\n", "import functools\nimport itertools\nimport math\n", 1
-        ).replace("import jax.numpy as jnp\n", "import jax.numpy as jnp\nfrom jax import lax\n", 1), "", "",
+        ).replace("import jax.numpy as jnp\n", "import jax.numpy as jnp\nfrom jax import lax\n", 1).rstrip(), "", "",
         _runtime_source(), "", "",
         "# --- the reference computation (from the task's reference.py), run with its matmuls on the kernel ---",
         renamed.strip(), "# --- end of the reference ---", "", "",
