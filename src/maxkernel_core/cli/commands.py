@@ -271,18 +271,22 @@ def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resu
     executor = executor_for(settings, app.pm)
     live_display = contextlib.nullcontext(None) if interactive else Live(render(), console=console,
                                                                              refresh_per_second=4, transient=False)
-    with live_display as live, contextlib.closing(executor):
-        try:
-            result = optimize(task_ref, settings=settings, pm=app.pm, resume=resume, observers=(observe,),
-                              executor=executor)
-        except KeyboardInterrupt:
-            if live is not None:
-                live.stop()
-            runs = app.store.list_runs(1)
-            rid = runs[0].id if runs else "RUN_ID"
-            console.print(f"Interrupted. Everything evaluated so far is stored; continue with: "
-                          f"maxkernel run --task {task_ref} --resume {rid}")
-            return 130
+    try:
+        with live_display as live, contextlib.closing(executor):
+            try:
+                result = optimize(task_ref, settings=settings, pm=app.pm, resume=resume, observers=(observe,),
+                                  executor=executor)
+            except KeyboardInterrupt:
+                if live is not None:
+                    live.stop()
+                runs = app.store.list_runs(1)
+                rid = runs[0].id if runs else "RUN_ID"
+                console.print(f"Interrupted. Everything evaluated so far is stored; continue with: "
+                              f"maxkernel run --task {task_ref} --resume {rid}")
+                return 130
+    except Exception:
+        console.line()  # the progress line has no newline of its own: the error starts a line
+        raise
     console.line()
     out_dir = Path(settings.run.out)
     if result.best is None:

@@ -138,9 +138,7 @@ def write_module(s: dict[str, Any], task_id: str, params: dict[str, Any]) -> str
     from .templates import batch_module, matmul_module, rowwise_module
 
     a = s["analysis"]
-    # A point edited by hand (human-in-the-loop) may name only the blocks it changes: the rest of the
-    # template's constants come from the cost model's default point.
-    params = {**s["ranked"][0][0], **params} if s.get("ranked") else params
+    params = complete(s, params)
     if a.template == "batch":
         return batch_module(a, task_id, params, s["source"], s["entry"], s["n_dynamic"])
     if a.template == "staged":
@@ -156,6 +154,12 @@ def write_module(s: dict[str, Any], task_id: str, params: dict[str, Any]) -> str
     return write(a, task_id, params, s["dtype"], s["n_dynamic"])
 
 
+def complete(s: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """A point edited by hand (human-in-the-loop) may name only the blocks it changes: the rest of the
+    template's constants come from the cost model's default point."""
+    return {**s["ranked"][0][0], **params} if s.get("ranked") else dict(params)
+
+
 def _key(params: dict[str, Any]) -> str:
     return json.dumps(params, sort_keys=True)
 
@@ -169,12 +173,13 @@ def agent_plan(task, history, ctx):
     s = synthesis(task, ctx)
     analysis, ranked = s["analysis"], s["ranked"]
     estimates = {_key(p): est for p, est in ranked}
-    tried = {_key(a.candidate.parameters) for a in history}
+    tried = {_key(complete(s, a.candidate.parameters)) for a in history}
     ok = [a for a in history if a.evaluation.ok]
     move, point = "the cost model's best point", None
     if ok:  # local search around the best verified kernel, best estimate first
-        best = min(ok, key=lambda a: estimates.get(_key(a.candidate.parameters), ranked[-1][1]).seconds)
-        options = [(m, p) for m, p in neighbours(analysis, best.candidate.parameters, s["dtype"]) if _key(p) not in tried]
+        best = min(ok, key=lambda a: estimates.get(_key(complete(s, a.candidate.parameters)), ranked[-1][1]).seconds)
+        around = complete(s, best.candidate.parameters)
+        options = [(m, p) for m, p in neighbours(analysis, around, s["dtype"]) if _key(p) not in tried]
         options.sort(key=lambda mp: estimates[_key(mp[1])].seconds if _key(mp[1]) in estimates else float("inf"))
         if options:
             move, point = options[0]
@@ -184,10 +189,11 @@ def agent_plan(task, history, ctx):
             return None  # the whole space has been tried
         point = untried[0]
         move = move if not history else "the next point of the cost model's ranking"
-    est = estimates[_key(point)]
-    summary = (f"Template {analysis.template}: {analysis.why}. Parameters {point} ({move}); estimated "
-               f"{est.seconds * 1e6:,.1f} us, {est.bound}-bound, VMEM {max(k.vmem_bytes for k in est.kernels) / 2**20:.1f} MiB "
-               "(cost-model estimate).")
+    est = estimates.get(_key(point))
+    figures = ("not in the cost model's ranking (a hand-edited point)" if est is None else
+               f"estimated {est.seconds * 1e6:,.1f} us, {est.bound}-bound, VMEM "
+               f"{max(k.vmem_bytes for k in est.kernels) / 2**20:.1f} MiB (cost-model estimate)")
+    summary = f"Template {analysis.template}: {analysis.why}. Parameters {point} ({move}); {figures}."
     return Plan(task.id, summary, {"template": analysis.template, "why": analysis.why, "move": move},
                 dict(point), author=NAME)
 
@@ -198,8 +204,9 @@ def agent_implement(task, plan, ctx):
         return None
     s = synthesis(task, ctx)
     analysis = s["analysis"]
-    code = write_module(s, task.id, dict(plan.parameters))
-    return Candidate(task.id, code, dict(plan.parameters), provenance=Provenance(
+    params = complete(s, plan.parameters)
+    code = write_module(s, task.id, params)
+    return Candidate(task.id, code, params, provenance=Provenance(
         role="implement", provider=NAME, model=analysis.template, strategy=ctx.config.strategy,
         transformation=plan.decisions.get("move", ""), plan_id=plan.id))
 
@@ -215,7 +222,7 @@ def agent_debug(task, candidate, evaluation, attempts, ctx):
     over_vmem = error.get("kind") == "vmem_overflow" or not (evaluation.details.get("cost_model") or {}).get("fits_vmem", True)
     if evaluation.status.value != "compile_error" or not over_vmem:
         return None  # the templates are exact by construction: nothing else is a parameter problem
-    point = shrink_largest(s["analysis"], candidate.parameters, s["dtype"])
+    point = shrink_largest(s["analysis"], complete(s, candidate.parameters), s["dtype"])
     if point is None:
         return None
     code = write_module(s, task.id, point)
