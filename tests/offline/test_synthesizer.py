@@ -83,14 +83,16 @@ def test_debugger_repairs_a_real_vmem_overflow(tmp_path):
     try:
         session.plan()  # analysis and ranking
         oversized = Plan(session.task.id, "too big on purpose", {"template": "matmul_epilogue"},
-                         {"BLOCK_M": 2048, "BLOCK_N": 2048, "BLOCK_K": 4096, "FULL_ROWS": 0,
-                          "VMEM_LIMIT_BYTES": 16 << 20})
+                         {"BLOCK_M": 1024, "BLOCK_N": 1024, "BLOCK_K": 1024, "FULL_ROWS": 0,
+                          "VMEM_LIMIT_BYTES": 16 << 20})  # 28 MiB of f32 blocks: two halvings fit
         candidate = session.implement(oversized)
         verdict = session.evaluate(candidate)
         assert verdict.status is EvalStatus.COMPILE_ERROR and "vmem" in verdict.reason.lower()
         fixed = session.repair(candidate, verdict, max_attempts=6)
         assert fixed.evaluation.ok, fixed.evaluation.reason
-        assert fixed.candidate.parameters["BLOCK_K"] <= 4096 and fixed.candidate.provenance.role == "debug"
+        blocks = {k: fixed.candidate.parameters[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}
+        assert all(v <= 1024 for v in blocks.values()) and sum(blocks.values()) < 3 * 1024, blocks
+        assert fixed.candidate.provenance.role == "debug"
         assert "halve the largest block" in fixed.candidate.provenance.transformation
     finally:
         backend.close()

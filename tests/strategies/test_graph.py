@@ -29,7 +29,8 @@ def structure(store: RunStore, run_id: str):
 def run_graph(tmp_path, name: str, seed: int = 0):
     settings = Settings()
     settings.store.home = str(tmp_path / name)
-    settings.strategy["graph"] = {"beam_width": 2, "depth": 2, "expansions": 2}
+    # a beam of two at depth 2 from one child each: 4 evaluations, the smallest graph with a real beam
+    settings.strategy["graph"] = {"beam_width": 2, "depth": 2, "expansions": 1}
     result = optimize(TASKS / "matmul_bias_gelu", settings=settings, strategy="graph", provider="offline", seed=seed,
                       out=tmp_path / name / "out")
     return result, RunStore(tmp_path / name / "runs.db")
