@@ -113,6 +113,34 @@ def test_staged_blocks_are_always_legal(n, target, align):
     assert block == padded == n or (block % align == 0 and block <= max(target, align))
 
 
+def test_the_planners_kernel_descriptions_are_what_the_judge_extracts(monkeypatch):
+    """The VMEM the planner ranks by is the VMEM of the kernels the runtime emits: an f32 output under
+    preferred_element_type (bf16 inputs) counts 4 bytes, not the inputs' 2 (9p's first point overflowed)."""
+    from maxkernel_tpu_pallas.profiling.extract import describe_kernels
+
+    from maxkernel_llm_providers.offline.staged import describe
+
+    def program(x, w, img, f):
+        h = jnp.dot(x, w, preferred_element_type=jnp.float32)
+        c = lax.conv_general_dilated(img, f, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return h, c
+
+    args = (jax.ShapeDtypeStruct((1024, 512), jnp.bfloat16), jax.ShapeDtypeStruct((512, 2048), jnp.bfloat16),
+            jax.ShapeDtypeStruct((2, 16, 16, 128), jnp.float32), jax.ShapeDtypeStruct((3, 3, 128, 256), jnp.float32))
+    point = {"BLOCK_M": 256, "BLOCK_N": 1024, "BLOCK_K": 256, "VMEM_LIMIT_BYTES": 32 << 20}
+    for name, value in point.items():
+        monkeypatch.setattr(staged_runtime, name, value)
+    planned = describe(analyse_staged(jax.make_jaxpr(program)(*args)), point)
+    emitted = describe_kernels(jax.make_jaxpr(staged_runtime._with_kernels(program, 4))(*args))
+    assert len(planned) == len(emitted) == 2
+
+    def vmem_view(kernel):
+        return [(o["role"], o["block_shape"], o["dtype"]) for o in kernel["operands"]], kernel["grid"]
+
+    assert [vmem_view(k) for k in planned] == [vmem_view(k) for k in emitted]
+    assert planned[0]["operands"][2]["dtype"] == "float32"
+
+
 def test_declines_grouped_ragged_matmuls_and_elementwise_heavy_programs():
     x, w, g = jnp.ones((64, 128)), jnp.ones((4, 128, 128)), jnp.full((4,), 16, jnp.int32)
     with pytest.raises(Declined, match="ragged_dot_general .* no kernel lowering"):

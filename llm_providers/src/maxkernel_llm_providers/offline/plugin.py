@@ -168,7 +168,7 @@ def _key(params: dict[str, Any]) -> str:
 def agent_plan(task, history, ctx):
     if not _selected(ctx, "plan"):
         return None
-    from .space import neighbours
+    from .space import fits, neighbours
 
     s = synthesis(task, ctx)
     analysis, ranked = s["analysis"], s["ranked"]
@@ -180,7 +180,9 @@ def agent_plan(task, history, ctx):
         best = min(ok, key=lambda a: estimates.get(_key(complete(s, a.candidate.parameters)), ranked[-1][1]).seconds)
         around = complete(s, best.candidate.parameters)
         options = [(m, p) for m, p in neighbours(analysis, around, s["dtype"]) if _key(p) not in tried]
-        options.sort(key=lambda mp: estimates[_key(mp[1])].seconds if _key(mp[1]) in estimates else float("inf"))
+        # neighbours that fit VMEM first (a blind "double" compiles for seconds only to overflow), then fastest
+        options.sort(key=lambda mp: (not fits(estimates[_key(mp[1])]), estimates[_key(mp[1])].seconds)
+                     if _key(mp[1]) in estimates else (True, float("inf")))
         if options:
             move, point = options[0]
     if point is None:

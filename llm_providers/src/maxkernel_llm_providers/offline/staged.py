@@ -44,6 +44,8 @@ class Matmul:
     dtype: str
     repeat: int = 1
     source: str = "dot_general"
+    #: What the kernel writes: the equation's output dtype (f32 under preferred_element_type), not the inputs'.
+    out_dtype: str | None = None
 
 
 @define
@@ -73,7 +75,8 @@ def _matmuls(jaxpr, repeat: int, out: list[Matmul]) -> None:
             size = lambda a, dims: math.prod(a.shape[d] for d in dims)  # noqa: E731
             lf = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
             rf = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
-            out.append(Matmul(size(lhs, lb), size(lhs, lf), size(rhs, rf), size(lhs, lc), str(lhs.dtype), repeat))
+            out.append(Matmul(size(lhs, lb), size(lhs, lf), size(rhs, rf), size(lhs, lc), str(lhs.dtype), repeat,
+                              out_dtype=str(eqn.outvars[0].aval.dtype)))
         elif name == "conv_general_dilated":
             if eqn.params.get("batch_group_count", 1) != 1:
                 raise Declined("a convolution with batch_group_count > 1 (a weight gradient) has no im2col lowering")
@@ -93,7 +96,7 @@ def _matmuls(jaxpr, repeat: int, out: list[Matmul]) -> None:
             chunks = next((d for d in range(1, batch + 1) if batch % d == 0
                            and patches // d <= staged_runtime.PATCH_BYTES), batch)  # as the runtime splits the batch
             out.append(Matmul(groups * classes, positions // classes // chunks, rhs.shape[rhs_spec[0]] // groups,
-                              k, str(lhs.dtype), repeat * chunks, "conv_general_dilated"))
+                              k, str(lhs.dtype), repeat * chunks, "conv_general_dilated", str(res.dtype)))
         length = int(eqn.params.get("length", 1)) if name == "scan" else 1
         for value in eqn.params.values():
             for item in value if isinstance(value, (tuple, list)) else (value,):
@@ -136,16 +139,16 @@ def describe(spec: StagedSpec, point: dict[str, int]) -> list[dict[str, Any]]:
     """One cost-model description per matmul kernel, with the blocks the runtime will pick for its shapes."""
     kernels = []
     for mm in spec.matmuls:
-        size = itemsize(mm.dtype)
         bm, mp = staged_runtime._tile(mm.m, point["BLOCK_M"], sublane_align(mm.dtype))
         bn, np_ = staged_runtime._tile(mm.n, point["BLOCK_N"], 128)
         bk, kp = staged_runtime._tile(mm.k, point["BLOCK_K"], 128)
         gb, gi, gj, gk = mm.b, mp // bm, np_ // bn, kp // bk
         steps = gb * gi * gj * gk
 
-        def op(role, array, block, changes, depends, size=size, mm=mm):
-            return {"role": role, "index": 0, "array_shape": array, "block_shape": block, "dtype": mm.dtype,
-                    "itemsize": size, "buffers": 2, "pipelined": True, "changes": changes, "depends_on": depends}
+        def op(role, array, block, changes, depends, dtype=mm.dtype):
+            return {"role": role, "index": 0, "array_shape": array, "block_shape": block, "dtype": dtype,
+                    "itemsize": itemsize(dtype), "buffers": 2, "pipelined": True, "changes": changes,
+                    "depends_on": depends}
 
         kernels.append({
             "name": f"matmul ({mm.source})", "grid": [gb, gi, gj, gk], "steps": steps,
@@ -155,7 +158,8 @@ def describe(spec: StagedSpec, point: dict[str, int]) -> list[dict[str, Any]]:
                             [True, True, False, True]),
                          op("input", [gb, kp, np_], [1, bk, bn], steps - 1 if gk > 1 or gi > 1 else gb * gj - 1,
                             [True, False, True, True]),
-                         op("output", [gb, mp, np_], [1, bm, bn], gb * gi * gj - 1, [True, True, True, False])],
+                         op("output", [gb, mp, np_], [1, bm, bn], gb * gi * gj - 1, [True, True, True, False],
+                            mm.out_dtype or mm.dtype)],
             "scratch": [{"shape": [bm, bn], "dtype": "float32", "itemsize": 4}],
             "body": {"dots": [{"m": bm, "n": bn, "k": bk, "batch": 1, "dtype": mm.dtype, "count": 1}],
                      "elementwise": bm * bn, "transcendental": 0},
