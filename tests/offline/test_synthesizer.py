@@ -101,14 +101,14 @@ def test_debugger_repairs_a_real_vmem_overflow(tmp_path):
 @pytest.mark.parametrize("task", ["8p_GEMM", "9p_SwiGLU_MLP"])
 def test_the_plans_leave_mosaic_headroom_in_vmem(tmp_path, task):
     """Blocks that take the whole scoped limit fail on libtpu (8p's first point used 64.0 of 64 MiB; 9p's
-    f32 outputs were counted at 2 bytes): the first plan keeps 1/8 of the limit free."""
+    f32 outputs were counted at 2 bytes): the first plan keeps 1/16 of the limit free."""
     import re
 
     session, backend = offline_session(tmp_path, Path(__file__).parents[2] / "jaxbench" / task)
     try:
         plan = session.plan()
         vmem = float(re.search(r"VMEM ([\d.]+) MiB", plan.summary).group(1)) * 2**20
-        assert vmem <= 7 / 8 * plan.parameters["VMEM_LIMIT_BYTES"], plan.summary
+        assert vmem <= 15 / 16 * plan.parameters["VMEM_LIMIT_BYTES"], plan.summary
     finally:
         backend.close()
 
