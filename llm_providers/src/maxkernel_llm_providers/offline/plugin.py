@@ -180,9 +180,12 @@ def agent_plan(task, history, ctx):
         best = min(ok, key=lambda a: estimates.get(_key(complete(s, a.candidate.parameters)), ranked[-1][1]).seconds)
         around = complete(s, best.candidate.parameters)
         options = [(m, p) for m, p in neighbours(analysis, around, s["dtype"]) if _key(p) not in tried]
-        # neighbours that fit VMEM first (a blind "double" compiles for seconds only to overflow), then fastest
-        options.sort(key=lambda mp: (not fits(estimates[_key(mp[1])]), estimates[_key(mp[1])].seconds)
-                     if _key(mp[1]) in estimates else (True, float("inf")))
+
+        def order(option):  # neighbours that fit VMEM first (a blind "double" compiles only to overflow), then fastest
+            est = estimates.get(_key(option[1]))
+            return (True, float("inf")) if est is None else (not fits(est), est.seconds)
+
+        options.sort(key=order)
         if options:
             move, point = options[0]
     if point is None:
