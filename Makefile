@@ -11,11 +11,18 @@ TASK   ?= tests/tpu_pallas/tasks/matmul_bias_gelu
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: run test install clean
+.PHONY: run test install clean sandbox
 
 install: $(STAMP)
 
-$(STAMP): $(shell find . -name pyproject.toml -not -path './$(VENV)/*' -not -path './docs/*')
+# Candidates run inside bubblewrap; as root with apt it is installed here, otherwise maxkernel
+# says in one line that it runs with the weaker fallback sandbox.
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  { apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; } || \
+	  echo "note: bubblewrap (bwrap) is not installed and could not be installed here: candidates run with the weaker fallback sandbox" >&2; }
+
+$(STAMP): $(shell find . -name pyproject.toml -not -path './$(VENV)/*' -not -path './docs/*') | sandbox
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[test,ray]" $(foreach d,$(filter-out .,$(DISTS)),-e $(dir $(d)))

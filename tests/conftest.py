@@ -1,12 +1,20 @@
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from .helpers import REPO
+
+# Every scratch folder of this test session (workers', runs') lives in a private folder of its
+# own, never loose in a /tmp that other processes on the machine share.
+if not os.environ.get("MAXKERNEL_TEST_SCRATCH"):
+    _scratch = tempfile.mkdtemp(prefix="maxkernel-tests-")
+    os.environ["MAXKERNEL_TEST_SCRATCH"] = os.environ["TMPDIR"] = tempfile.tempdir = _scratch
 
 
 @pytest.fixture(scope="session")

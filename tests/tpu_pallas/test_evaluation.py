@@ -50,7 +50,8 @@ def test_v6e_target_compiles_too(tpu_backend, task_of):
 @pytest.mark.parametrize("kernel, status, reason", [
     ("cheat_no_pallas.py", EvalStatus.REJECTED, "no pallas_call"),
     ("cheat_jnp_outside_kernel.py", EvalStatus.REJECTED, "matmul/conv FLOPs .* run in jnp outside pallas_call"),
-    ("cheat_cached_global.py", EvalStatus.INCORRECT, r"wrong result on input set [23]"),
+    # It only ever sees tracers: the program judged is the traced one, so its cache never serves an answer.
+    ("cheat_cached_global.py", EvalStatus.OK, "input sets match"),
     ("cheat_zeros_after_first.py", EvalStatus.INCORRECT, "wrong result on input set"),
     ("cheat_fp8.py", EvalStatus.INCORRECT, "outside atol=0.002"),
     ("cheat_patches_libraries.py", EvalStatus.REJECTED, "replaces .*numpy.allclose.*time.perf_counter"),

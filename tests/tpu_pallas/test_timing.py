@@ -10,6 +10,7 @@ from maxkernel_core import Task
 
 from maxkernel_tpu_pallas.judge.evaluator import Evaluator, ReferenceData
 from maxkernel_tpu_pallas.judge.timing import time_on_device
+from maxkernel_tpu_pallas.judge.verdict import Verdict
 from maxkernel_tpu_pallas.profiling.xplane import TraceError
 from maxkernel_tpu_pallas.sandbox.pool import JobOutcome
 
@@ -36,14 +37,13 @@ def test_measured_profile_keeps_the_trace_and_checks_the_timed_outputs(tmp_path,
     monkeypatch.setenv("MAXKERNEL_HOME", str(tmp_path))
     task = Task("t", "tpu_pallas", "/t", atol=1e-3, rtol=1e-3)
     right = [np.ones((4, 4), np.float32)]
-    checks, details = [], {}
-    profile, failure = EVALUATOR._timing(task, type("C", (), {"id": "cand-1"})(), _reference(right),
-                                         _outcome(right), checks, details)
+    verdict = Verdict(EVALUATOR, task, type("C", (), {"id": "cand-1"})(), "v5e", _reference(right))
+    profile, failure = verdict._timing(_outcome(right))
     assert failure is None and not profile.estimated and profile.speedup == pytest.approx(2.0)
     assert (tmp_path / "traces" / "cand-1").exists()
-    assert open(details["timing"]["xplane"], "rb").read() == b"xspace-bytes"
+    assert open(verdict.details["timing"]["xplane"], "rb").read() == b"xspace-bytes"
 
     wrong = [np.zeros((4, 4), np.float32)]
-    profile, failure = EVALUATOR._timing(task, type("C", (), {"id": "cand-2"})(), _reference(right),
-                                         _outcome(wrong), [], {})
+    verdict = Verdict(EVALUATOR, task, type("C", (), {"id": "cand-2"})(), "v5e", _reference(right))
+    profile, failure = verdict._timing(_outcome(wrong))
     assert profile is None and failure.startswith("the outputs of the timed full-size calls are wrong")

@@ -76,14 +76,15 @@ def start_compile(fn, shapes: list[jax.ShapeDtypeStruct], target: str, source_fi
         device = target_device(target)
         sharding = SingleDeviceSharding(device)
         args = [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding) for s in shapes]
-        lowered = jax.jit(fn).lower(*args)
+        with jax.default_device(device):  # Mosaic asks the default device which chip it lowers for
+            lowered = jax.jit(fn).lower(*args)
     except Exception as exc:  # the compiler's verdict, reported not raised
         future.set_result({"ok": False, "seconds": time.monotonic() - start, "error": trim_error(exc, source_file)})
         return future
 
     def work() -> None:
         try:
-            future.set_result(_figures(lowered.compile(), device, start))
+            future.set_result(compiled_figures(lowered.compile(), device, start))
         except Exception as exc:
             future.set_result({"ok": False, "seconds": time.monotonic() - start, "error": trim_error(exc, source_file)})
 
@@ -96,7 +97,7 @@ def compile_for_target(fn, shapes: list[jax.ShapeDtypeStruct], target: str, sour
     return start_compile(fn, shapes, target, source_file).result()
 
 
-def _figures(compiled, device, start: float) -> dict[str, Any]:
+def compiled_figures(compiled, device, start: float) -> dict[str, Any]:
     cost = compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, (list, tuple)) and cost else cost
     return {

@@ -1,16 +1,15 @@
-"""The two jobs a worker runs: the task's reference (trusted) and a candidate (untrusted).
+"""The reference job: the task's own code, trusted, in the kept reference worker.
 
-Each job reports through ``emit(header, arrays)`` as it goes, so when a
-candidate hangs or kills its process the parent still knows which stage it
-reached. No verdict is made here: the parent compares the outputs and applies
-the rules (``evaluator.py``), so nothing the candidate patches in this process
-can change the result.
+It traces the reference at full size and at each check size, counts its work
+by the same rule the checker applies to a candidate's program (``hlo_work``
+on the exported TPU program), compiles it for the target (XLA's figures),
+makes the input sets and the expected outputs, and on a TPU host times it.
+The candidate's jobs are ``trace_job.py`` (its sandbox) and ``check_job.py``
+(the checker's).
 """
 
 from __future__ import annotations
 
-import hashlib
-import traceback
 from pathlib import Path
 from typing import Any, Callable
 
@@ -18,8 +17,9 @@ import jax
 import numpy as np
 
 from . import inputs as task_inputs
-from . import tripwire
-from .compile import compile_for_target, start_compile
+from . import program
+from .compile import compile_for_target
+from .hlo_work import program_work
 from .work import work_stats
 
 Emit = Callable[..., None]
@@ -29,41 +29,36 @@ def _flat(outputs: Any) -> list[np.ndarray]:
     return [np.asarray(x) for x in jax.tree_util.tree_leaves(outputs)]
 
 
-def _error(exc: BaseException, source_file: str | None = None) -> dict[str, Any]:
-    frames = traceback.extract_tb(exc.__traceback__)
-    mine = [f for f in frames if source_file and f.filename == source_file]
-    where = mine[-1] if mine else (frames[-1] if frames else None)
-    return {
-        "type": type(exc).__name__,
-        "message": (str(exc).replace(source_file, "candidate.py") if source_file else str(exc))[:1500],
-        "line": where.lineno if mine else None,
-        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4))[-2500:],
-    }
-
-
 def _on_tpu() -> bool:
     return jax.default_backend() == "tpu"
 
 
-def _interpret():
-    """Pallas TPU interpret mode on CPU; on a TPU the kernels run for real."""
-    if _on_tpu():
-        import contextlib
-
-        return contextlib.nullcontext()
-    from jax.experimental.pallas import tpu as pltpu
-
-    return pltpu.force_tpu_interpret_mode(pltpu.InterpretParams())
-
-
-def _describe_for_cost_model(jaxpr, target: str, emit: Emit) -> None:
-    """The kernels' grid, blocks and work for the cost model; an estimate must never break a verdict."""
-    from ..profiling.extract import chip_figures, describe_kernels
-
+def program_work_of(fn, shapes, static, target: str) -> dict[str, Any]:
+    """The reference's work at these shapes, counted as the checker counts a candidate's program."""
+    closed = jax.make_jaxpr(lambda *d: fn(*d, *static))(*shapes)
     try:
-        emit({"type": "kernels", "kernels": describe_kernels(jaxpr), "chip": chip_figures(target)})
-    except Exception as exc:
-        emit({"type": "kernels", "error": f"{type(exc).__name__}: {exc}"[:500]})
+        text = jax.export.deserialize(bytearray(program.export_tpu(closed, target))).mlir_module()
+        return program_work(text)
+    except Exception as exc:  # a reference XLA cannot export: its traced counts stand in (same FLOP rule)
+        stats = work_stats(closed)
+        return {"glue_flops": stats["glue_flops"], "glue_elementwise": stats["glue_elementwise"],
+                "note": f"counted from the jaxpr: export failed ({type(exc).__name__})"}
+
+
+def check_sizes(sets: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
+    """The distinct input signatures of the sets (what the tracer traces), and each set's index among them."""
+    sizes: list[dict[str, Any]] = []
+    keys: list[str] = []
+    which = []
+    for s in sets:
+        spec = {"shapes": [{"shape": list(np.shape(a)), "dtype": np.asarray(a).dtype.name} for a in s["dynamic"]],
+                "static": task_inputs.encode_static(s["static"])}
+        key = repr(spec)
+        if key not in keys:
+            keys.append(key)
+            sizes.append(spec)
+        which.append(keys.index(key) + 1)  # 0 is the full size
+    return sizes, which
 
 
 def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
@@ -90,11 +85,19 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
                 "for a CPU correctness run")
     else:
         sets = task_inputs.input_sets(module, meta, fresh=int(job["fresh"]), size=job["size"])
+    stage("reference work, as the checker counts it")
+    sizes, set_sizes = check_sizes(sets)
+    works = [program_work_of(fn, shapes, static_full, job["target"])]
+    for spec in sizes:
+        small = [jax.ShapeDtypeStruct(tuple(a["shape"]), a["dtype"]) for a in spec["shapes"]]
+        works.append(program_work_of(fn, small, task_inputs.decode_static(spec["static"]), job["target"]))
     emit({
         "type": "reference",
         "full_shapes": [{"shape": list(s.shape), "dtype": s.dtype.name} for s in shapes],
         "static_full": task_inputs.encode_static(static_full),
         "work": work,
+        "program_work": works,
+        "check_sizes": sizes,
         "flops": flops,
         "xla": xla,
         "sets": len(sets),
@@ -109,7 +112,7 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
             outputs = _flat(jax.jit(lambda *d, _s=s["static"]: fn(*d, *_s))(*s["dynamic"]))
         dyn = [np.asarray(a) for a in s["dynamic"]]
         emit({"type": "reference_set", "index": i, "how": s["how"], "static": task_inputs.encode_static(s["static"]),
-              "n_inputs": len(dyn)}, dyn + outputs)
+              "n_inputs": len(dyn), "size": set_sizes[i]}, dyn + outputs)
     if _on_tpu() and job.get("timing"):
         from .timing import time_on_device
 
@@ -117,109 +120,3 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
         (dyn, static), *_ = task_inputs.call_inputs(module, meta, size="full", seed=None)
         timing, out = time_on_device(lambda *d: fn(*d, *static), dyn, trace_root=Path(job["scratch"]) / "ref-trace")
         emit({"type": "reference_timing", **timing}, _flat(out))
-
-
-#: Every input set calls computation() afresh, so Python in the module runs each time
-#: and state kept between calls (cached outputs, call counters) shows up. This set runs
-#: as a plain eager call, exactly as a user calls it, so a module that caches concrete
-#: arrays is caught by the traced sets after it. The traced sets reuse an executable
-#: whose program is unchanged: the interpret-mode compile is most of a set's cost.
-EAGER_SET = 1
-
-
-def _correctness(fn, sets, arrays, source, emit, stage) -> bool:
-    executables: dict[str, Any] = {}
-    i = 0
-    for index, spec in enumerate(sets):
-        dyn = [jax.numpy.asarray(a) for a in arrays[i:i + spec["n_inputs"]]]
-        i += spec["n_inputs"]
-        static = task_inputs.decode_static(spec["static"])
-        stage(f"correctness, set {index}")
-        try:
-            with _interpret():
-                if index == EAGER_SET:
-                    outputs = fn(*dyn, *static)
-                else:
-                    lowered = jax.jit(lambda *d: fn(*d, *static)).lower(*dyn)
-                    key = hashlib.sha256(lowered.as_text().encode()).hexdigest()
-                    if key not in executables:
-                        executables[key] = lowered.compile()
-                    outputs = executables[key](*dyn)
-                outputs = _flat(outputs)
-        except BaseException as exc:
-            emit({"type": "outputs", "index": index, "error": _error(exc, source)})
-            return False
-        emit({"type": "outputs", "index": index}, outputs)
-    return True
-
-
-def run_candidate(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
-    source = str(Path(job["scratch"]) / "candidate.py")
-    before = tripwire.snapshot()
-
-    stage("import")
-    try:
-        module = task_inputs.load_module(source, "candidate")
-    except SystemExit as exc:
-        emit({"type": "check", "name": "load", "ok": False, "error": {"type": "SystemExit",
-              "message": f"the module called sys.exit({exc.code!r}) while being imported", "line": None}})
-        return
-    except BaseException as exc:
-        emit({"type": "check", "name": "load", "ok": False, "error": _error(exc, source)})
-        return
-    fn = getattr(module, "computation", None)
-    if not callable(fn):
-        emit({"type": "check", "name": "load", "ok": False,
-              "error": {"type": "MissingEntry", "message": "the module defines no function computation()", "line": None}})
-        return
-    patched = tripwire.changed(before)
-    emit({"type": "check", "name": "integrity", "ok": not patched, "patched": patched, "when": "import"})
-    if patched:
-        return
-
-    stage("trace")
-    static_full = task_inputs.decode_static(job["static_full"])
-    shapes = [jax.ShapeDtypeStruct(tuple(s["shape"]), s["dtype"]) for s in job["full_shapes"]]
-    full_fn = lambda *d: fn(*d, *static_full)  # noqa: E731
-    try:
-        jaxpr = jax.make_jaxpr(full_fn)(*shapes)
-        stats = work_stats(jaxpr)
-    except BaseException as exc:
-        emit({"type": "check", "name": "trace", "ok": False, "error": _error(exc, source)})
-        return
-    emit({"type": "check", "name": "trace", "ok": True, "work": stats})
-    _describe_for_cost_model(jaxpr, job["target"], emit)
-    if job.get("stop_unless_kernel") and (stats["pallas_calls"] == 0 or stats["callbacks"]):
-        return  # the parent rejects it; compiling would only waste time
-
-    stage("compile")
-    pending = start_compile(full_fn, shapes, job["target"], source)
-    if pending.done() and not pending.result()["ok"]:  # refused while lowering (block shapes): no need to run
-        emit({"type": "check", "name": "compile", **pending.result()})
-        return
-
-    stage("correctness")
-    correct = _correctness(fn, job["sets"], arrays, source, emit, stage)
-    stage("compile")  # the compile's verdict comes first in the cascade: wait for it either way
-    result = pending.result()
-    emit({"type": "check", "name": "compile", **result})
-    if not (result["ok"] and correct):
-        return
-    patched = tripwire.changed(before)
-    emit({"type": "check", "name": "integrity", "ok": not patched, "patched": patched, "when": "calls"})
-    if patched or not (_on_tpu() and job.get("timing")):
-        return
-
-    from .timing import time_on_device
-
-    stage("timing")
-    reference = task_inputs.load_module(job["task"]["module"], "maxkernel_reference_task")
-    (dyn, static), *_ = task_inputs.call_inputs(reference, job["task"], size="full", seed=None)
-    try:
-        timing, out = time_on_device(lambda *d: fn(*d, *static), dyn, trace_root=Path(job["scratch"]) / "trace")
-    except Exception as exc:
-        emit({"type": "timing", "ok": False, "error": _error(exc, source)})
-        return
-    outputs = _flat(out)
-    trace = np.frombuffer(Path(timing["trace_file"]).read_bytes(), dtype=np.uint8)  # the scratch dir dies with us
-    emit({"type": "timing", "ok": True, "n_outputs": len(outputs), **timing}, [*outputs, trace])

@@ -1,38 +1,56 @@
-"""Detects a candidate that patches libraries or the harness (comparisons, timers, jax itself).
+"""Detects a candidate that patches libraries or the judge in its own process.
 
-The verdict never depends on code in the candidate's process (outputs are
-compared and clocks kept in the parent), so a patch cannot fake a pass; but a
-module that patches ``numpy.allclose`` or ``time.perf_counter`` is trying to,
-and is rejected outright rather than given the benefit of the doubt.
+No verdict depends on this process any more (the checker recounts, compiles
+and runs the exported program without the candidate), so a patch cannot fake
+a pass; but a module that rebinds ``numpy.allclose``, swaps a function's
+``__code__`` or rewrites a judge module is trying to, and is rejected outright
+rather than given the benefit of the doubt. Identity of every callable and of
+its code object is compared, for the libraries and for every module of the
+judge itself (found by package, so a renamed module is never left unwatched).
 """
 
 from __future__ import annotations
 
 import sys
 
-WATCHED = (
-    "builtins", "time", "math", "os", "numpy", "numpy.testing", "jax", "jax.numpy", "jax.random", "jax.lax",
-    "jax.profiler", "jax.experimental.pallas", "jax.experimental.pallas.tpu",
-    "maxkernel_tpu_pallas.sandbox.protocol", "maxkernel_tpu_pallas.sandbox.worker",
-    "maxkernel_tpu_pallas.judge.candidate_job", "maxkernel_tpu_pallas.judge.work",
-    "maxkernel_tpu_pallas.judge.compile", "maxkernel_tpu_pallas.judge.timing",
+LIBRARIES = (
+    "builtins", "time", "math", "os", "sys", "threading", "numpy", "numpy.testing", "jax", "jax.numpy", "jax.random",
+    "jax.lax", "jax.export", "jax.profiler", "jax.experimental.pallas", "jax.experimental.pallas.tpu",
+    "jax._src.core", "jax._src.export._export", "jax._src.pallas.pallas_call",
 )
+JUDGE_PACKAGES = ("maxkernel_tpu_pallas.judge", "maxkernel_tpu_pallas.sandbox", "maxkernel_tpu_pallas.profiling")
 
 
-def snapshot() -> dict[str, int]:
-    """Identity of every callable attribute of the watched modules."""
+def _watched() -> list[str]:
+    judge = [name for name in list(sys.modules) if name.startswith(JUDGE_PACKAGES)]
+    return [*LIBRARIES, *sorted(judge)]
+
+
+def _identity(value) -> tuple[int, int]:
+    code = getattr(value, "__code__", None)
+    func = getattr(value, "__func__", None)  # a bound or class method: its function's code
+    code = code or getattr(func, "__code__", None)
+    return id(value), id(code) if code is not None else 0
+
+
+def snapshot() -> dict[str, tuple[int, int]]:
+    """Identity of every callable attribute (and its code) of the watched modules."""
     ids = {}
-    for mod_name in WATCHED:
+    for mod_name in _watched():
         module = sys.modules.get(mod_name)
         if module is None:
             continue
         for name, value in list(vars(module).items()):
             if callable(value) and not name.startswith("__"):
-                ids[f"{mod_name}.{name}"] = id(value)
+                ids[f"{mod_name}.{name}"] = _identity(value)
+                if isinstance(value, type) and mod_name.startswith(JUDGE_PACKAGES):
+                    for attr, member in list(vars(value).items()):
+                        if callable(member) and not attr.startswith("__"):
+                            ids[f"{mod_name}.{name}.{attr}"] = _identity(member)
     return ids
 
 
-def changed(before: dict[str, int]) -> list[str]:
-    """Watched names now bound to a different object (or deleted) since ``before``."""
+def changed(before: dict[str, tuple[int, int]]) -> list[str]:
+    """Watched names now bound to a different object or code (or deleted) since ``before``."""
     after = snapshot()
     return sorted(name for name, ident in before.items() if after.get(name) != ident)

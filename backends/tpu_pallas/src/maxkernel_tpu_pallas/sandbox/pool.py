@@ -12,11 +12,19 @@ close to the cost of "warm".
 
 Trusted jobs (the task's reference) may reuse one long-lived worker.
 
-Limits: wall-clock timeout kept by the parent (SIGKILL to the process group),
-address-space and CPU-time rlimits set by the worker on itself before any
-untrusted code runs, a private scratch folder as cwd, HOME and TMPDIR, an
-environment allowlist (no API keys), and a new network namespace where the OS
-allows one. stdout/stderr go to a log file, read back truncated.
+Checker workers (the one-program judge's second sandbox, ``judge/check_job.py``)
+never import candidate code: they read the program a tracer exported. They are
+kept and reused, one job at a time each, so a check pays no start-up.
+
+Limits: every worker that touches candidate code or its program runs inside
+bubblewrap (``bwrap.py``: PID, mount, network, IPC and UTS namespaces, its own
+/proc, a read-only filesystem but its scratch folder, death with its parent);
+wall-clock timeout kept by the parent (SIGKILL to bwrap, which takes the whole
+PID namespace with it), address-space and CPU-time rlimits set by the worker
+on itself before any untrusted code runs, a private scratch folder as cwd,
+HOME and TMPDIR, an environment allowlist (no API keys). Without bwrap the
+weaker fallback: a new network namespace where the OS allows one and the
+process group. stdout/stderr go to a log file, read back truncated.
 """
 
 from __future__ import annotations
@@ -39,7 +47,7 @@ from typing import Any
 import numpy as np
 from attrs import define, field, frozen
 
-from . import protocol
+from . import bwrap, protocol
 
 ENV_ALLOW = re.compile(r"^(PATH|LANG|LC_\w+|TZ|PYTHONPATH|JAX_\w+|XLA_\w+|TPU_\w+|LIBTPU_\w+|ML_DTYPES_\w+|"
                        r"OPENBLAS_\w+|OMP_NUM_THREADS|MKL_\w+)$")
@@ -65,6 +73,7 @@ class JobOutcome:
     log_tail: str = ""
     wall_s: float = 0.0
     stage: str = ""
+    sandbox: str = ""
 
     def last(self, kind: str) -> tuple[dict[str, Any], list[np.ndarray]] | None:
         for header, arrays in reversed(self.messages):
@@ -101,8 +110,10 @@ def uses_tpu(limits: Limits) -> bool:
 class Worker:
     """One worker process, its scratch folder, and a thread reading its messages."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, sandboxed: bool = True, on_device: bool = True,
+                 ro_paths: tuple[str, ...] = ()) -> None:
         self.limits = limits
+        self.sandbox = bwrap.sandbox_name() if sandboxed else "none (trusted task code)"
         self.scratch = Path(tempfile.mkdtemp(prefix="maxkernel-worker-"))
         self.log_path = self.scratch / "worker.log"
         job_r, job_w = os.pipe()
@@ -110,16 +121,20 @@ class Worker:
         env = {k: v for k, v in os.environ.items() if ENV_ALLOW.match(k)}
         env.update(HOME=str(self.scratch), TMPDIR=str(self.scratch), PYTHONDONTWRITEBYTECODE="1",
                    PYTHONUNBUFFERED="1", PYTHONHASHSEED="0")
-        if not uses_tpu(limits):
+        if not (uses_tpu(limits) and on_device):  # a tracer never needs the chip, even on a TPU host
             env["JAX_PLATFORMS"] = "cpu"
             # Deviceless compiles in several workers at once: libtpu's one-process lock guards
             # a chip, and there is none here to guard.
             env["ALLOW_MULTIPLE_LIBTPU_LOAD"] = "1"
         cpu_s = limits.cpu_s or int(limits.timeout_s * max(os.cpu_count() or 1, 1)) + 30
+        argv = [sys.executable, "-m", "maxkernel_tpu_pallas.sandbox.worker", str(job_r), str(res_w),
+                str(limits.memory_mb), str(cpu_s)]
+        if self.sandbox == "bwrap":
+            env["MAXKERNEL_SANDBOX"] = "bwrap"
+            argv = bwrap.command(argv, self.scratch, tpu=uses_tpu(limits) and on_device, ro_paths=ro_paths)
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "maxkernel_tpu_pallas.sandbox.worker", str(job_r), str(res_w),
-                 str(limits.memory_mb), str(cpu_s)],
+                argv, close_fds=True,
                 pass_fds=(job_r, res_w), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 cwd=self.scratch, env=env, start_new_session=True,  # own process group: killpg reaches all
             )
@@ -191,6 +206,8 @@ class Worker:
         except subprocess.TimeoutExpired:
             self.kill()
             outcome.returncode = self.proc.wait()
+        if self.sandbox == "bwrap" and outcome.returncode is not None and outcome.returncode > 128:
+            outcome.returncode = 128 - outcome.returncode  # bwrap's init reports a signal as 128 + its number
         outcome.status = "timeout" if timed_out else "crashed"
         outcome.wall_s = time.monotonic() - start
         outcome.log_tail = self.log_tail()
@@ -236,6 +253,7 @@ class WorkerPool:
         self.spares_wanted = 0 if self.exclusive else spares
         self._exclusive_lock = threading.Lock()
         self._spares: list[Worker] = []
+        self._checkers: list[Worker] = []  # idle kept checkers
         self._trusted: Worker | None = None
         self._lock = threading.Lock()
         self._trusted_lock = threading.Lock()
@@ -244,13 +262,13 @@ class WorkerPool:
 
     def _take_spare(self) -> Worker:
         with self._lock:
-            return self._spares.pop(0) if self._spares else Worker(self.limits)
+            return self._spares.pop(0) if self._spares else Worker(self.limits, on_device=False)
 
     def warm_up(self) -> None:
         """Start the spares (e.g. while the reference runs) without waiting for them."""
         with self._lock:
             while len(self._spares) < self.spares_wanted and not self._closed:
-                self._spares.append(Worker(self.limits))
+                self._spares.append(Worker(self.limits, on_device=False))
 
     def run_untrusted(self, job: dict[str, Any], arrays: list[np.ndarray] = (), timeout: float | None = None,
                       files: dict[str, str] | None = None) -> JobOutcome:
@@ -261,10 +279,37 @@ class WorkerPool:
                 for name, text in (files or {}).items():
                     (worker.scratch / name).write_text(text)
                 job = {**job, "scratch": str(worker.scratch)}
-                return worker.run(job, list(arrays), timeout or self.limits.timeout_s)
+                outcome = worker.run(job, list(arrays), timeout or self.limits.timeout_s)
+                outcome.sandbox = worker.sandbox
+                return outcome
             finally:
                 worker.close()
                 self.warm_up()  # replace it only now: a spare warming during a job slows the job
+
+    def run_checker(self, job: dict[str, Any], arrays: list[np.ndarray] = (), timeout: float | None = None,
+                    ro_paths: list[str] = ()) -> JobOutcome:
+        """Run a check of an exported program in a sandboxed worker that never imports candidate code.
+
+        Checkers are kept between jobs (one job at a time each); one that fails or
+        times out is replaced. On a TPU host a checker owns the chip for its job only.
+        """
+        with self._exclusive_lock if self.exclusive else contextlib.nullcontext():
+            with self._lock:
+                worker = self._checkers.pop() if self._checkers else None
+            if ro_paths and worker is not None:  # a checker that reads task files is made for that task
+                self._checkers.append(worker)
+                worker = None
+            if worker is None or worker.proc.poll() is not None:
+                worker = Worker(self.limits, ro_paths=tuple(ro_paths))
+            outcome = worker.run({**job, "scratch": str(worker.scratch)}, list(arrays), timeout or self.limits.timeout_s)
+            outcome.sandbox = worker.sandbox
+            with self._lock:
+                keep = outcome.status == "done" and not self.exclusive and not self._closed and not ro_paths
+                if keep:
+                    self._checkers.append(worker)
+            if not keep:
+                worker.close()
+            return outcome
 
     def run_trusted(self, job: dict[str, Any], arrays: list[np.ndarray] = (), timeout: float | None = None) -> JobOutcome:
         """Run task-owned code (the reference) in a long-lived worker; replaced if it dies."""
@@ -274,7 +319,7 @@ class WorkerPool:
                     if self._trusted is not None:
                         self._trusted.close()
                     # Never a spare: spares must stay free of any task code for the candidates.
-                    self._trusted = Worker(self.limits)
+                    self._trusted = Worker(self.limits, sandboxed=False)
                 worker = self._trusted
             with self._exclusive_lock if self.exclusive else contextlib.nullcontext():
                 outcome = worker.run({**job, "scratch": str(worker.scratch)}, list(arrays), timeout or self.limits.timeout_s)
@@ -287,7 +332,7 @@ class WorkerPool:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            workers = self._spares + ([self._trusted] if self._trusted else [])
-            self._spares, self._trusted = [], None
+            workers = self._spares + self._checkers + ([self._trusted] if self._trusted else [])
+            self._spares, self._checkers, self._trusted = [], [], None
         for worker in workers:
             worker.close()

@@ -50,7 +50,9 @@ def set_idle_priority(idle: bool) -> None:
 
 def main(argv: list[str]) -> None:
     job_fd, result_fd, memory_mb, cpu_s = (int(a) for a in argv[:4])
-    network = isolate_network()
+    # Inside bubblewrap the network namespace is already empty (and without capabilities
+    # unshare would fail): only the fallback isolates itself.
+    network = "isolated (bwrap)" if os.environ.get("MAXKERNEL_SANDBOX") == "bwrap" else isolate_network()
     set_limits(memory_mb, cpu_s)
     set_idle_priority(True)
 
@@ -70,7 +72,7 @@ def main(argv: list[str]) -> None:
     from jax.experimental import pallas  # noqa: F401
     from jax.experimental.pallas import tpu  # noqa: F401
 
-    from ..judge import jobs
+    from ..judge import check_job, jobs, trace_job
     from .warmup import warm_compilers
 
     warm_compilers()
@@ -85,8 +87,10 @@ def main(argv: list[str]) -> None:
         try:
             if kind == "reference":
                 jobs.run_reference(header, arrays, emit, stage)
-            elif kind == "candidate":
-                jobs.run_candidate(header, arrays, emit, stage)
+            elif kind == "trace":
+                trace_job.run_trace(header, arrays, emit, stage)
+            elif kind == "check":
+                check_job.run_check(header, arrays, emit, stage)
             else:
                 emit({"type": "error", "message": f"unknown job kind {kind!r}"})
         except MemoryError:
@@ -94,7 +98,7 @@ def main(argv: list[str]) -> None:
         except BaseException as exc:  # report, then let the parent decide; SystemExit included
             emit({"type": "error", "kind": type(exc).__name__, "message": str(exc)[:1500]})
         emit({"type": "done"})
-        if kind == "candidate":
+        if kind == "trace":
             os._exit(0)  # one candidate per process; the parent kills the group anyway
 
 

@@ -1,0 +1,133 @@
+"""The checker: judges the programs a tracer exported, in a sandbox that never imported the candidate.
+
+For the full-size TPU program: the work accounting (``hlo_work``) and the
+deviceless TPU compile for the target. For each check size: the work of its
+TPU program, and the CPU interpret-mode program held against it (same
+kernels with the same operand and result types, the same glue matmul work,
+the same matmul work inside the kernels), then run on every input set of
+that size. On a TPU host the full-size TPU program itself runs and is timed.
+Every fact here comes from the exported bytes: no candidate Python exists in
+this process, so none can run.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import jax
+import numpy as np
+from jax import export
+
+from .compile import compiled_figures, trim_error
+from .hlo_work import program_work
+
+Emit = Callable[..., None]
+#: The CPU program may spend this much more glue element-work than the TPU program it mirrors
+#: (a few ops lower differently per platform, e.g. cumsum), plus a constant for index arithmetic.
+GLUE_SLACK = 1.5
+GLUE_SLACK_ELEMENTS = 1 << 16
+
+
+def _load(blob: np.ndarray) -> export.Exported:
+    return export.deserialize(bytearray(np.asarray(blob, dtype=np.uint8).tobytes()))
+
+
+def _work(exported: export.Exported) -> dict[str, Any]:
+    return program_work(exported.mlir_module())
+
+
+def _signatures(work: dict[str, Any]) -> list[tuple]:
+    return sorted((tuple(k["operands"]), tuple(k["results"])) for k in work["kernels"])
+
+
+def mirrors(cpu: dict[str, Any], tpu: dict[str, Any]) -> str | None:
+    """Why the CPU program is not the TPU program's twin, or None when it is."""
+    if _signatures(cpu) != _signatures(tpu):
+        return (f"its kernels differ: {len(cpu['kernels'])} in the CPU program, {len(tpu['kernels'])} in the TPU "
+                "program, or their operand/result types differ")
+    if abs(cpu["glue_flops"] - tpu["glue_flops"]) > 0.01 * max(tpu["glue_flops"], 1):
+        return f"its matmul work outside kernels differs ({cpu['glue_flops']:.3g} vs {tpu['glue_flops']:.3g} FLOPs)"
+    if cpu["glue_elementwise"] > GLUE_SLACK * tpu["glue_elementwise"] + GLUE_SLACK_ELEMENTS:
+        return (f"its element work outside kernels differs ({cpu['glue_elementwise']:.3g} vs "
+                f"{tpu['glue_elementwise']:.3g})")
+    low, high = sorted((cpu["kernel_flops"], tpu["kernel_flops"]))
+    if high and low < 0.5 * high:
+        return f"its matmul work inside kernels differs ({cpu['kernel_flops']:.3g} vs {tpu['kernel_flops']:.3g} FLOPs)"
+    return None
+
+
+def _compile(exported: export.Exported, target: str) -> dict[str, Any]:
+    from jax.sharding import SingleDeviceSharding
+
+    from .compile import target_device
+
+    start = time.monotonic()
+    try:
+        device = target_device(target)
+        sharding = SingleDeviceSharding(device)
+        args = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding) for a in exported.in_avals]
+        with jax.default_device(device):
+            compiled = jax.jit(exported.call).lower(*args).compile()
+    except Exception as exc:
+        return {"ok": False, "seconds": time.monotonic() - start, "error": trim_error(exc, "candidate.py")}
+    return compiled_figures(compiled, device, start)
+
+
+def run_check(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
+    n_blobs = job["n_blobs"]
+    blobs, inputs = arrays[:n_blobs], arrays[n_blobs:]
+    layout = job["programs"]  # per size: {"tpu": blob index, "cpu": blob index or None}
+    stage("work accounting")
+    full = _load(blobs[layout[0]["tpu"]])
+    emit({"type": "work", "size": 0, "work": _work(full)})
+    stage("compile")
+    emit({"type": "check", "name": "compile", **_compile(full, job["target"])})
+    runners = {}
+    for size, where in enumerate(layout[1:], start=1):
+        stage(f"cross-check, size {size}")
+        tpu_work = _work(_load(blobs[where["tpu"]]))
+        cpu_program = _load(blobs[where["cpu"]])
+        why = mirrors(_work(cpu_program), tpu_work)
+        emit({"type": "work", "size": size, "work": tpu_work, "mirror": why})
+        if why:
+            return
+        runners[size] = jax.jit(cpu_program.call)
+    _correctness(job["sets"], inputs, runners, emit, stage)
+    if job.get("timing"):
+        _timing(full, job, emit, stage)
+
+
+def _correctness(sets, inputs, runners, emit: Emit, stage: Callable[[str], None]) -> None:
+    at = 0
+    for index, spec in enumerate(sets):
+        dyn = inputs[at:at + spec["n_inputs"]]
+        at += spec["n_inputs"]
+        stage(f"correctness, set {index}")
+        try:
+            outputs = [np.asarray(x) for x in jax.tree_util.tree_leaves(runners[spec["size"]](*dyn))]
+        except Exception as exc:
+            emit({"type": "outputs", "index": index, "error": {"type": type(exc).__name__, "message": str(exc)[:1500],
+                                                               "line": None}})
+            return
+        emit({"type": "outputs", "index": index}, outputs)
+
+
+def _timing(full: export.Exported, job: dict[str, Any], emit: Emit, stage: Callable[[str], None]) -> None:
+    """Device time of the very program that was proven and compiled (TPU hosts only; untested here)."""
+    from pathlib import Path
+
+    from . import inputs as task_inputs
+    from .timing import time_on_device
+
+    stage("timing")
+    try:
+        reference = task_inputs.load_module(job["task"]["module"], "maxkernel_reference_task")
+        (dyn, _static), *_ = task_inputs.call_inputs(reference, job["task"], size="full", seed=None)
+        timing, out = time_on_device(full.call, dyn, trace_root=Path(job["scratch"]) / "trace")
+    except Exception as exc:
+        emit({"type": "timing", "ok": False, "error": trim_error(exc, "candidate.py")})
+        return
+    outputs = [np.asarray(x) for x in jax.tree_util.tree_leaves(out)]
+    trace = np.frombuffer(Path(timing["trace_file"]).read_bytes(), dtype=np.uint8)
+    emit({"type": "timing", "ok": True, "n_outputs": len(outputs), **timing}, [*outputs, trace])

@@ -1,0 +1,211 @@
+"""Where an exported program does its work, read from its StableHLO (and its Mosaic kernels).
+
+Runs in the checker, a process that never imported the candidate, on the
+program the tracer exported; and in the reference worker on the reference's
+own export, so both sides are counted by one rule. Counts, outside kernels
+(glue): matmul/convolution FLOPs and arithmetic element-ops; loops by their
+trip count where it is static; both arms of a branch at the dearer one. An op
+that is neither free data movement, arithmetic, a reduction, a matmul nor
+control flow is *unknown*: outside a kernel the proof refuses it (a GEMM
+spelled as ``triangular_solve`` or an FFT does not hide there). Kernels are
+``tpu_custom_call`` (TPU program) or ``maxkernel_kernel_N`` functions (the CPU
+interpret program); their matmul FLOPs are counted per grid step times steps.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from jax._src.interpreters import mlir
+from jax._src.lib.mlir import ir
+
+from . import mosaic_work
+from .hlo_values import while_trip_count
+
+KERNEL_FUNCTION = "maxkernel_kernel_"
+#: A data-dependent loop outside a kernel is charged as if it ran this many times.
+UNBOUNDED_TRIPS = 1 << 12
+FREE = frozenset("""
+constant iota reshape transpose broadcast_in_dim broadcast slice dynamic_slice dynamic_update_slice concatenate
+pad convert bitcast_convert get_tuple_element tuple return reverse optimization_barrier gather real_dynamic_slice
+get_dimension_size copy after_all partition_id replica_id create_token dynamic_reshape dynamic_broadcast_in_dim
+dynamic_iota dynamic_pad
+""".split())
+ELEMENTWISE = frozenset("""
+add subtract multiply divide remainder negate abs sign maximum minimum power sqrt rsqrt cbrt exponential
+exponential_minus_one log log_plus_one tanh logistic sine cosine tan atan2 floor ceil round_nearest_afz
+round_nearest_even is_finite select clamp and or not xor compare shift_left shift_right_logical
+shift_right_arithmetic popcnt count_leading_zeros real imag complex reduce_precision erf erf_inv erfc lgamma
+digamma bessel_i1e acos acosh asin asinh atan atanh cosh sinh next_after polygamma zeta conj is_inf
+is_neg_inf is_pos_inf square
+""".split())
+REDUCING = frozenset("reduce reduce_window scatter select_and_scatter sort top_k cumsum cumprod cummax cummin".split())
+MATMUL = frozenset({"dot_general", "dot", "convolution"})
+
+
+def _short(name: str) -> str:
+    return name.split(".", 1)[1] if "." in name else name
+
+
+def _elements(t: ir.Type) -> int:
+    try:
+        shaped = ir.ShapedType(t)
+    except (ValueError, TypeError):
+        return 1
+    return math.prod(shaped.shape) if shaped.has_rank else 1
+
+
+def _shape(t: ir.Type) -> list[int]:
+    return list(ir.ShapedType(t).shape)
+
+
+def _type_text(values) -> list[str]:
+    return [str(v.type) for v in values]
+
+
+def _dims(attr_text: str, field: str) -> list[int]:
+    found = re.search(field + r"\s*=\s*\[([\d,\s]*)\]", attr_text)
+    return [int(d) for d in found[1].split(",") if d.strip()] if found else []
+
+
+def matmul_flops(op: ir.Operation) -> int:
+    name = _short(op.name)
+    out = _elements(op.results[0].type)
+    if name == "convolution":  # per output: input features per group x window
+        rhs = _shape(op.operands[1].type)
+        text = str(op)
+        dn = re.search(r"dim_numbers\s*=\s*\[[^\]]*\]x\[([^\]]*)\]", text)
+        kernel_dims = [d.strip() for d in dn[1].split(",")] if dn else []
+        per = math.prod(s for d, s in zip(kernel_dims, rhs) if d != "o") if kernel_dims else math.prod(rhs[1:])
+        return 2 * out * per
+    lhs = _shape(op.operands[0].type)
+    if name == "dot":
+        return 2 * out * (lhs[-1] if lhs else 1)
+    attr = str(op.attributes["dot_dimension_numbers"]) if "dot_dimension_numbers" in op.attributes else str(op)
+    contracting = _dims(attr, "lhs_contracting_dimensions") or _dims(str(op), "contracting_dims")
+    return 2 * out * math.prod(lhs[d] for d in contracting if d < len(lhs))
+
+
+def _empty() -> dict[str, Any]:
+    return {"kernels": [], "glue_flops": 0, "glue_elementwise": 0, "glue_ops": {}, "unknown_ops": {},
+            "callbacks": [], "unbounded_loops": 0, "kernel_flops": 0}
+
+
+class _Counter:
+    def __init__(self, module: ir.Module) -> None:
+        self.functions = {}
+        for op in module.body.operations:
+            if _short(op.operation.name) == "func" or op.operation.name == "func.func":
+                self.functions[ir.StringAttr(op.attributes["sym_name"]).value] = op.operation
+        self.stats = _empty()
+
+    def glue(self, name: str, key: str, amount: int) -> None:
+        self.stats[key] += amount
+        self.stats["glue_ops"][name] = self.stats["glue_ops"].get(name, 0) + 1
+
+    def walk_region(self, region: ir.Region, times: int, in_kernel: bool) -> int:
+        """Count a region; returns the matmul FLOPs it holds (for branch/kernel totals)."""
+        flops = 0
+        for block in region.blocks:
+            for op in block.operations:
+                flops += self.walk_op(op.operation, times, in_kernel)
+        return flops
+
+    def walk_op(self, op: ir.Operation, times: int, in_kernel: bool) -> int:
+        full, name = op.name, _short(op.name)
+        if full == "func.call" or name == "call":
+            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            body = self.functions.get(callee)
+            if body is None:
+                return 0
+            if callee.startswith(KERNEL_FUNCTION) and not in_kernel:
+                flops = self.walk_region(body.regions[0], times, True)
+                self._kernel(callee, op, flops, times, grid=None)
+                return flops
+            return self.walk_region(body.regions[0], times, in_kernel)
+        if name == "custom_call":
+            return self._custom_call(op, times, in_kernel)
+        if name == "while":
+            trips = while_trip_count(op)
+            if trips is None:
+                trips = UNBOUNDED_TRIPS
+                if not in_kernel:
+                    self.stats["unbounded_loops"] += 1
+            return sum(self.walk_region(r, times * trips, in_kernel) for r in op.regions)
+        if name in ("case", "if"):  # one arm runs: charge the dearest
+            return self._branches(op, times, in_kernel)
+        if name in MATMUL:
+            flops = times * matmul_flops(op)
+            if not in_kernel:
+                self.glue(name, "glue_flops", flops)
+            return flops
+        if name in FREE or full in ("func.return", "stablehlo.return"):
+            return 0
+        if name in ELEMENTWISE:
+            if not in_kernel:
+                self.glue(name, "glue_elementwise", times * max(_elements(r.type) for r in op.results))
+            return 0
+        if name in REDUCING:
+            read = max([_elements(v.type) for v in op.operands] + [1])
+            body_ops = sum(1 for r in op.regions for b in r.blocks for o in b.operations) or 1
+            if not in_kernel:
+                self.glue(name, "glue_elementwise", times * read * max(body_ops - 1, 1))
+            return 0
+        if not in_kernel:
+            self.stats["unknown_ops"][full] = self.stats["unknown_ops"].get(full, 0) + 1
+            size = max([_elements(v.type) for v in (*op.operands, *op.results)] + [1])
+            self.glue(full, "glue_elementwise", times * size)
+        return 0
+
+    def _branches(self, op: ir.Operation, times: int, in_kernel: bool) -> int:
+        start = (self.stats["glue_flops"], self.stats["glue_elementwise"])
+        costs = []
+        for region in op.regions:  # count each arm alone, keep the dearest arm's glue
+            flops = self.walk_region(region, times, in_kernel)
+            costs.append((self.stats["glue_flops"] - start[0], self.stats["glue_elementwise"] - start[1], flops))
+            self.stats["glue_flops"], self.stats["glue_elementwise"] = start
+        dearest = max(costs, default=(0, 0, 0))
+        self.stats["glue_flops"] = start[0] + dearest[0]
+        self.stats["glue_elementwise"] = start[1] + dearest[1]
+        return max((c[2] for c in costs), default=0)
+
+    def _custom_call(self, op: ir.Operation, times: int, in_kernel: bool) -> int:
+        target = ir.StringAttr(op.attributes["call_target_name"]).value
+        if target == "tpu_custom_call":
+            body = mosaic_work.kernel_work(op)
+            flops = times * body["matmul_flops"] * body["steps"]
+            self._kernel(body["name"], op, flops, times, grid=body)
+            return flops
+        if target in ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "MoveToHost", "MoveToDevice"):
+            return 0
+        if not in_kernel:
+            self.stats["callbacks"].append(target)
+        return 0
+
+    def _kernel(self, name: str, op: ir.Operation, flops: int, times: int, grid: dict | None) -> None:
+        self.stats["kernel_flops"] += flops
+        entry = {"name": name, "repeat": times, "matmul_flops": flops,
+                 "operands": _type_text(op.operands), "results": _type_text(op.results)}
+        if grid is not None:
+            entry.update({k: grid[k] for k in ("grid", "steps", "dynamic_grid", "blocks") if k in grid})
+        self.stats["kernels"].append(entry)
+
+
+def program_work(module_text: str) -> dict[str, Any]:
+    """Work counts of an exported program's StableHLO text (``Exported.mlir_module()``)."""
+    context = mlir.make_ir_context()
+    context.allow_unregistered_dialects = True
+    with context:
+        module = ir.Module.parse(module_text)
+        counter = _Counter(module)
+        main = counter.functions.get("main")
+        if main is None:
+            raise ValueError("the exported program has no main function")
+        counter.walk_region(main.regions[0], 1, False)
+    stats = counter.stats
+    stats["pallas_calls"] = len(stats["kernels"])
+    stats["glue_flops"] = int(stats["glue_flops"])
+    return stats
+

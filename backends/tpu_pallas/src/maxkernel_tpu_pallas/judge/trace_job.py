@@ -1,0 +1,163 @@
+"""The tracer: the one job in which the candidate's Python runs (inside the candidate's sandbox).
+
+It imports the module and traces ``computation`` on abstract inputs
+(``ShapeDtypeStruct``), once per size: the full size, and each shape the
+correctness sets use. No concrete input is ever sent to this process, so the
+module has no data to recognise, cache or answer from. From each captured
+program it exports the TPU program and (for the check sizes) the CPU
+interpret-mode program, and sends the serialized bytes to the parent. Nothing
+it reports decides a verdict by itself: the checker recounts the work and
+compiles and runs these programs without the candidate (``check_job.py``).
+
+What the tracer still says on its own authority, labelled as such: the
+jaxpr-level work counts (shown to the user; the proof uses the checker's)
+and the kernel description for the cost model (an estimate, whose grids and
+matmul work the parent holds against the checker's facts).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+import jax
+import numpy as np
+
+from . import inputs as task_inputs
+from . import program, tripwire
+from .work import work_stats
+
+Emit = Callable[..., None]
+
+
+def error_record(exc: BaseException, source_file: str | None = None) -> dict[str, Any]:
+    frames = traceback.extract_tb(exc.__traceback__)
+    mine = [f for f in frames if source_file and f.filename == source_file]
+    where = mine[-1] if mine else (frames[-1] if frames else None)
+    return {
+        "type": type(exc).__name__,
+        "message": (str(exc).replace(source_file, "candidate.py") if source_file else str(exc))[:1500],
+        "line": where.lineno if mine else None,
+        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4))[-2500:],
+    }
+
+
+def _blob(data: bytes) -> np.ndarray:
+    return np.frombuffer(data, dtype=np.uint8)
+
+
+def _describe_for_cost_model(jaxpr, target: str, emit: Emit) -> None:
+    """The kernels' grid, blocks and work for the cost model; an estimate must never break a verdict."""
+    from ..profiling.extract import chip_figures, describe_kernels
+
+    try:
+        emit({"type": "kernels", "kernels": describe_kernels(jaxpr), "chip": chip_figures(target)})
+    except Exception as exc:
+        emit({"type": "kernels", "error": f"{type(exc).__name__}: {exc}"[:500]})
+
+
+def leftovers(threads_before: set[int]) -> list[str]:
+    """Threads or processes the module left running after its trace (they could act later)."""
+    found = [f"thread {t.name!r}" for t in threading.enumerate()
+             if t.ident not in threads_before and t.is_alive() and not t.name.startswith("tpu-compile")]
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) not in (me, 1) and _parent(int(entry)) is not None:
+            found.append(f"process {entry} ({_parent(int(entry))})")
+    return found
+
+
+def _parent(pid: int) -> str | None:
+    """The command of a process this worker started (directly or not), None for unrelated ones."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        sid = int(stat[stat.rindex(")") + 2:].split()[3])
+    except (OSError, ValueError, IndexError):
+        return None
+    # in bwrap's PID namespace every other process is the candidate's; outside it, same session only
+    return comm if os.environ.get("MAXKERNEL_SANDBOX") == "bwrap" or sid == os.getsid(0) else None
+
+
+def _trace(fn, shapes, static):
+    return jax.make_jaxpr(lambda *d: fn(*d, *static))(*shapes)
+
+
+def _load(source: str, emit: Emit):
+    try:
+        module = task_inputs.load_module(source, "candidate")
+    except SystemExit as exc:
+        emit({"type": "check", "name": "load", "ok": False, "error": {"type": "SystemExit",
+              "message": f"the module called sys.exit({exc.code!r}) while being imported", "line": None}})
+        return None
+    except BaseException as exc:
+        emit({"type": "check", "name": "load", "ok": False, "error": error_record(exc, source)})
+        return None
+    fn = getattr(module, "computation", None)
+    if not callable(fn):
+        emit({"type": "check", "name": "load", "ok": False,
+              "error": {"type": "MissingEntry", "message": "the module defines no function computation()", "line": None}})
+        return None
+    return fn
+
+
+def _abstract(spec: dict[str, Any]) -> tuple[list[jax.ShapeDtypeStruct], tuple]:
+    shapes = [jax.ShapeDtypeStruct(tuple(s["shape"]), s["dtype"]) for s in spec["shapes"]]
+    return shapes, task_inputs.decode_static(spec["static"])
+
+
+def run_trace(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
+    source = str(Path(job["scratch"]) / "candidate.py")
+    before = tripwire.snapshot()
+    threads_before = {t.ident for t in threading.enumerate()}
+    stage("import")
+    fn = _load(source, emit)
+    if fn is None:
+        return
+    patched = tripwire.changed(before)
+    emit({"type": "check", "name": "integrity", "ok": not patched, "patched": patched, "when": "import"})
+    if patched:
+        return
+    sizes = [{"shapes": job["full_shapes"], "static": job["static_full"]}, *job["check_sizes"]]
+    traced = []
+    for index, spec in enumerate(sizes):
+        stage("trace" if index == 0 else f"trace, check size {index}")
+        try:
+            traced.append(_trace(fn, *_abstract(spec)))
+        except BaseException as exc:
+            emit({"type": "check", "name": "trace", "ok": False, "size": index, "error": error_record(exc, source)})
+            return
+    left = leftovers(threads_before)
+    patched = tripwire.changed(before)
+    stats = work_stats(traced[0])
+    emit({"type": "check", "name": "trace", "ok": True, "work": stats, "leftovers": left, "patched": patched})
+    if left or patched:
+        return
+    _describe_for_cost_model(traced[0], job["target"], emit)
+    if stats["pallas_calls"] == 0 or stats["callbacks"]:
+        return  # the parent rejects it; exporting would only waste time
+    _export(traced, job["target"], source, emit, stage)
+
+
+def _export(traced, target: str, source: str, emit: Emit, stage: Callable[[str], None]) -> None:
+    from .compile import trim_error
+
+    for index, closed in enumerate(traced):
+        stage("export" if index == 0 else f"export, check size {index}")
+        try:
+            tpu = program.export_tpu(closed, target)
+        except Exception as exc:  # Mosaic refused the kernel while lowering: the compiler's verdict
+            emit({"type": "check", "name": "compile", "ok": False, "size": index, "seconds": 0.0,
+                  "error": trim_error(exc, source)})
+            return
+        blobs = [_blob(tpu)]
+        if index > 0:
+            try:
+                blobs.append(_blob(program.export_cpu_interpret(closed)))
+            except Exception as exc:
+                emit({"type": "check", "name": "export", "ok": False, "size": index, "error": error_record(exc, source)})
+                return
+        emit({"type": "program", "size": index, "tpu": True, "cpu": index > 0}, blobs)

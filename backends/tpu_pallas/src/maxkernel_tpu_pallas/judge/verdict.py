@@ -1,0 +1,310 @@
+"""One candidate's verdict, made in the parent from what the tracer and then the checker reported.
+
+The tracer (the candidate's own sandbox) decides only what it cannot fake in
+its favour: that the module failed to load or trace, or left something
+running. Every fact that can pass a candidate — the proof of kernel, the
+compile, the cross-check of the CPU program against the TPU program, the
+outputs, the device time — comes from the checker, which never imported it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from maxkernel_core import Candidate, CheckResult, EvalStatus, Evaluation, Profile, Task, TestReport
+
+from ..profiling.costmodel import estimate as cost_estimate
+from ..profiling.costmodel import with_glue
+from ..profiling.diagnosis import as_details, diagnose, profile_record
+from ..sandbox.pool import JobOutcome
+from . import proof
+from .compare import compare
+
+#: The tracer's kernel description (for the estimate) must agree with the checker's count of the
+#: compiled program's matmul work within this factor, or the estimate is dropped as unfounded.
+DESCRIPTION_SLACK = 2.0
+
+
+class Verdict:
+    """Builds the checks and details of one evaluation; ``judge`` returns it."""
+
+    def __init__(self, evaluator, task: Task, candidate: Candidate, target: str, ref) -> None:
+        self.evaluator, self.task, self.cand, self.target, self.ref = evaluator, task, candidate, target, ref
+        self.limits = evaluator.limits
+        self.checks: list[CheckResult] = []
+        self.details: dict[str, Any] = {"platform": ref.platform}
+        self.outcome: JobOutcome | None = None
+        self.estimate = None  # the cost model's estimate, once founded and completed by the compile
+
+    def done(self, status: EvalStatus, reason: str, **extra: Any) -> Evaluation:
+        outcome = self.outcome
+        if outcome is not None and outcome.log_tail and status in (EvalStatus.CRASHED, EvalStatus.TIMEOUT):
+            self.details["log_tail"] = outcome.log_tail[-1500:]
+        return Evaluation(self.cand.id, status, reason, tuple(self.checks), self.details, target=self.target, **extra)
+
+    def _ended_badly(self, outcome: JobOutcome, who: str) -> Evaluation | None:
+        from .evaluator import crash_reason
+
+        error = outcome.last("error")
+        if outcome.status == "timeout":
+            return self.done(EvalStatus.TIMEOUT, f"no verdict within {self.limits.timeout_s:g} s (stuck during "
+                             f"{outcome.stage or 'start-up'} in the {who}): look for an infinite loop or a grid far "
+                             "too large")
+        if error and error[0].get("kind") == "memory":
+            return self.done(EvalStatus.CRASHED, f"{error[0]['message']} during {outcome.stage} in the {who}")
+        if outcome.status == "crashed":
+            return self.done(EvalStatus.CRASHED, f"{who}: {crash_reason(outcome, self.limits)}")
+        return None
+
+    # --- the tracer: the candidate's one run -------------------------------------------
+
+    def judge(self, traced: JobOutcome) -> Evaluation:
+        self.outcome = traced
+        self.details.update(wall_s=round(traced.wall_s, 3), sandbox=traced.sandbox)
+        early = self._load_and_integrity(traced)
+        if early is not None:
+            return early
+        trace = next((h for h, _ in traced.all("check") if h["name"] == "trace"), None)
+        if trace is None or not trace["ok"]:
+            bad = self._ended_badly(traced, "tracer")
+            if bad is not None:
+                return bad
+            error = traced.last("error")
+            err = (trace or {}).get("error") or {"type": "Error", "message": error[0]["message"] if error else "no trace"}
+            self.checks.append(CheckResult("trace", False, err["message"], err))
+            line = f" (candidate line {err['line']})" if err.get("line") else ""
+            at = "full size" if not (trace or {}).get("size") else f"check size {trace['size']}"
+            return self.done(EvalStatus.COMPILE_ERROR, f"tracing computation() at {at} failed: {err['type']}: "
+                             f"{err['message']}{line}")
+        return self._after_trace(traced, trace)
+
+    def _load_and_integrity(self, traced: JobOutcome) -> Evaluation | None:
+        for header, _ in traced.all("check"):
+            name = header["name"]
+            if name == "load" and not header["ok"]:
+                err = header["error"]
+                self.checks.append(CheckResult("load", False, err["message"], err))
+                if err["type"] == "SystemExit":
+                    return self.done(EvalStatus.CRASHED, err["message"])
+                if err["type"] == "MemoryError":
+                    return self.done(EvalStatus.CRASHED, f"ran out of memory (limit {self.limits.memory_mb} MiB) "
+                                     f"while importing the module: {err['message']}")
+                line = f" (candidate line {err['line']})" if err.get("line") else ""
+                return self.done(EvalStatus.COMPILE_ERROR, f"importing the module failed: {err['type']}: "
+                                 f"{err['message']}{line}")
+            if name == "integrity" and not header["ok"]:
+                return self._patched(header["patched"], header["when"])
+        if any(h["name"] == "integrity" for h, _ in traced.all("check")):
+            self.checks.append(CheckResult("load", True))
+        return None
+
+    def _patched(self, patched: list[str], when: str) -> Evaluation:
+        names = ", ".join(patched[:8])
+        self.checks.append(CheckResult("integrity", False, names, {"patched": patched}))
+        return self.done(EvalStatus.REJECTED, f"the module replaces {names} ({when}): candidates must not patch "
+                         "libraries, timers or the harness")
+
+    def _after_trace(self, traced: JobOutcome, trace: dict[str, Any]) -> Evaluation:
+        self.details["traced_work"] = trace["work"]  # the tracer's own count: shown, never judged
+        self.details["vmem_bytes_estimate"] = trace["work"].get("vmem_bytes")
+        if trace.get("patched"):
+            return self._patched(trace["patched"], "while tracing")
+        if trace.get("leftovers"):
+            left = ", ".join(trace["leftovers"][:5])
+            self.checks.append(CheckResult("trace", False, f"left running: {left}"))
+            return self.done(EvalStatus.REJECTED, f"the module left {left} running after its trace: a candidate "
+                             "must not start threads or processes (they could act while it is judged)")
+        self.checks.append(CheckResult("trace", True, details={"work": trace["work"]}))
+        self.estimate = self._cost_model(traced)  # unverified until the checker's count agrees with it
+        stats = trace["work"]
+        if stats["pallas_calls"] == 0 or stats["callbacks"]:  # nothing was exported: the tracer's word suffices
+            ok, why = proof.verdict({**stats, "unknown_ops": {}}, self.ref.program_work[0])
+            self.checks.append(CheckResult("proof_of_kernel", ok, why))
+            return self.done(EvalStatus.REJECTED, why)
+        lowering = next((h for h, _ in traced.all("check") if h["name"] in ("compile", "export")), None)
+        if lowering is not None and not lowering["ok"]:
+            return self._lowering_failed(lowering)
+        bad = self._ended_badly(traced, "tracer")
+        if bad is not None:
+            return bad
+        if len(traced.all("program")) != 1 + len(self.ref.check_sizes):
+            return self.done(EvalStatus.CRASHED, "the tracer exported no program for every size")
+        checked = self.evaluator.check(self.task, self.target, self.ref, traced)
+        return self._after_check(traced, checked)
+
+    def _lowering_failed(self, header: dict[str, Any]) -> Evaluation:
+        err = header["error"]
+        line = f" (candidate line {err['line']})" if err.get("line") else ""
+        name = "tpu_compile" if header["name"] == "compile" else "export"
+        self.checks.append(CheckResult(name, False, err["message"], {"error": err}, header.get("seconds")))
+        what = f"TPU compile for {self.target}" if name == "tpu_compile" else "exporting the traced program"
+        return self.done(EvalStatus.COMPILE_ERROR, f"{what} failed{line}: {err['message']}")
+
+    # --- the checker: facts from the exported program ------------------------------------
+
+    def _after_check(self, traced: JobOutcome, checked: JobOutcome) -> Evaluation:
+        self.outcome = checked
+        self.details["checker_sandbox"] = checked.sandbox
+        self.details["wall_s"] = round(traced.wall_s + checked.wall_s, 3)
+        works = {h["size"]: h for h, _ in checked.all("work")}
+        if 0 not in works:
+            return self._ended_badly(checked, "checker") or self.done(EvalStatus.CRASHED, "the checker counted no work")
+        full = works[0]["work"]
+        self.details["work"] = full
+        estimate = self._founded(traced, full)
+        ok, why = proof.verdict(full, self.ref.program_work[0])
+        self.checks.append(CheckResult("proof_of_kernel", ok, why, {"work": full}))
+        if not ok:
+            return self.done(EvalStatus.REJECTED, why)
+        comp = checked.last("check")
+        if comp is None:
+            return self._ended_badly(checked, "checker") or self.done(EvalStatus.CRASHED, "no compile result")
+        failed = self._compile(comp[0], estimate)
+        if failed is not None:
+            return failed
+        for size in range(1, len(self.ref.check_sizes) + 1):
+            failed = self._small_program(works.get(size), size)
+            if failed is not None:
+                return failed
+        bad = self._ended_badly(checked, "checker")
+        return bad or self._correctness(checked, self.estimate)
+
+    def _compile(self, comp: dict[str, Any], estimate) -> Evaluation | None:
+        compile_details = {k: comp.get(k) for k in ("seconds", "memory", "cost", "device_kind", "error")}
+        self.details["compile"] = compile_details
+        if not comp["ok"]:
+            return self._lowering_failed({**comp, "name": "compile"})
+        self.checks.append(CheckResult("tpu_compile", True, f"compiled for {comp.get('device_kind')}",
+                                       compile_details, comp["seconds"]))
+        if estimate is not None:  # the compiled candidate shows what runs around the kernels
+            estimate = with_glue(estimate, comp.get("cost"))
+            self.details["cost_model"] = {**as_details(estimate, self.ref.xla_seconds), "diagnosis": diagnose(estimate)}
+            self.estimate = estimate
+        return None
+
+    def _small_program(self, header: dict[str, Any] | None, size: int) -> Evaluation | None:
+        if header is None:
+            return self._ended_badly(self.outcome, "checker") or self.done(
+                EvalStatus.CRASHED, f"the checker did not reach check size {size}")
+        if header.get("mirror"):
+            why = f"the CPU check program at check size {size} is not the TPU program: {header['mirror']}"
+            self.checks.append(CheckResult("one_program", False, why))
+            return self.done(EvalStatus.REJECTED, why)
+        ok, why = proof.verdict(header["work"], self.ref.program_work[size], size=f"check size {size}")
+        if not ok:
+            self.checks.append(CheckResult("proof_of_kernel", False, why, {"work": header["work"], "size": size}))
+            return self.done(EvalStatus.REJECTED, why)
+        return None
+
+    def _cost_model(self, traced: JobOutcome):
+        """The static estimate from the tracer's description (in details whatever the verdict: the debugger uses it)."""
+        described = traced.last("kernels")
+        if described is None or "error" in described[0]:
+            self.details["cost_model"] = {"error": described[0]["error"] if described else "no kernel description"}
+            return None
+        est = cost_estimate(described[0]["kernels"], described[0]["chip"], self.target)
+        self.details["cost_model"] = {**as_details(est, self.ref.xla_seconds), "diagnosis": diagnose(est)}
+        return est
+
+    def _founded(self, traced: JobOutcome, full: dict[str, Any]):
+        """The estimate, if the tracer's description agrees with the checker's count of the exported program."""
+        described = traced.last("kernels")
+        if self.estimate is None or described is None:
+            return None
+        kernels = described[0]["kernels"]
+        claimed = sum(d["count"] * 2 * d["m"] * d["n"] * d["k"] * d["batch"] * k["steps"] * k["repeat"]
+                      for k in kernels for d in k["body"]["dots"])
+        grids = sorted(tuple(k["grid"]) for k in kernels)
+        counted = sorted(tuple(k.get("grid", ())) for k in full["kernels"])
+        low, high = sorted((claimed, full["kernel_flops"]))
+        if grids != counted or (high and low * DESCRIPTION_SLACK < high):
+            self.details["cost_model"] = {"error": "the tracer's kernel description does not match the exported "
+                                          f"program (grids {grids} vs {counted}; matmul FLOPs {claimed:.3g} vs "
+                                          f"{full['kernel_flops']:.3g}): no estimate"}
+            self.estimate = None
+        return self.estimate
+
+    def _correctness(self, checked: JobOutcome, estimate) -> Evaluation:
+        ref, task, cand = self.ref, self.task, self.cand
+        if not ref.sets:
+            self.checks.append(CheckResult("correctness", False, ref.note or "not run"))
+            return self.done(EvalStatus.INCORRECT, f"correctness was not verified: {ref.note or 'no input sets'}")
+        results = checked.all("outputs")
+        worst_abs = worst_rel = 0.0
+        per_set = []
+        for header, outputs in results:
+            index = header["index"]
+            how = ref.sets[index]["how"]
+            if "error" in header:
+                err = header["error"]
+                self.checks.append(CheckResult("correctness", False, err["message"], {"set": index, "how": how, **err}))
+                return self.done(EvalStatus.INCORRECT, f"raised {err['type']} on input set {index} ({how}): "
+                                 f"{err['message']}", test=TestReport(cand.id, False, index, message=err["message"]))
+            ok, why, d = compare(ref.outputs[index], outputs, task.atol, task.rtol)
+            per_set.append({"set": index, "how": how, **d})
+            if not ok:
+                self.checks.append(CheckResult("correctness", False, why, {"sets": per_set}))
+                report = TestReport(cand.id, False, index + 1, d.get("max_abs_error"), d.get("max_rel_error"), why,
+                                    {"sets": per_set})
+                return self.done(EvalStatus.INCORRECT, f"wrong result on input set {index} ({how}): {why}", test=report)
+            worst_abs, worst_rel = max(worst_abs, d["max_abs_error"]), max(worst_rel, d["max_rel_error"])
+        if len(results) != len(ref.sets):
+            return self.done(EvalStatus.CRASHED, f"only {len(results)} of {len(ref.sets)} input sets reported")
+        mode = "on the TPU" if ref.platform == "tpu" else "in Pallas interpret mode on CPU"
+        msg = f"{len(results)} input sets match the reference {mode} (max abs error {worst_abs:.3g})"
+        self.checks.append(CheckResult("correctness", True, msg, {"sets": per_set}))
+        report = TestReport(cand.id, True, len(results), worst_abs, worst_rel, msg, {"sets": per_set})
+        profile, failure = self._timing(checked)
+        if failure:
+            return self.done(EvalStatus.INCORRECT, failure, test=report)
+        if profile is None and estimate is not None:  # no device: the labelled estimate stands in
+            profile = profile_record(cand.id, estimate, ref.xla_seconds)
+        return self.done(EvalStatus.OK, msg, test=report, profile=profile)
+
+    def _timing(self, checked: JobOutcome) -> tuple[Profile | None, str | None]:
+        """Device time of the checked program on a TPU; on CPU none (no speed is claimed without the hardware)."""
+        ref, details = self.ref, self.details
+        if ref.platform != "tpu":
+            details["timing"] = "not measured: no TPU attached (the cost model gives estimates)"
+            return None, None
+        timed = checked.last("timing")
+        if timed is None or not timed[0].get("ok"):
+            msg = timed[0]["error"]["message"] if timed else "no timing reported"
+            self.checks.append(CheckResult("timing", False, msg))
+            return None, None  # verified correct, but unmeasured: no speed claimed
+        header, payload = timed
+        outputs = payload[:header.get("n_outputs", len(payload))]
+        kept = keep_trace(self.cand.id, payload[len(outputs):])
+        if ref.timing_outputs is not None:
+            ok, why, _ = compare(ref.timing_outputs, outputs, self.task.atol, self.task.rtol)
+            if not ok:
+                self.checks.append(CheckResult("timing", False, why))
+                return None, f"the outputs of the timed full-size calls are wrong: {why}"
+        details["timing"] = {k: header.get(k) for k in ("median_s", "times_s", "runs", "warmup", "top_ops", "wait_share")}
+        details["timing"]["xplane"] = kept
+        self.checks.append(CheckResult("timing", True, f"median {header['median_s'] * 1e6:.1f} us over {header['runs']} runs"))
+        measured = {**details["timing"], "cost_model": details.get("cost_model")}
+        model = details.get("cost_model") or {}
+        if model.get("seconds") and model.get("roofline_fraction"):
+            # The roofline's floor (every byte once, every FLOP at peak) over the measured time.
+            measured["roofline_fraction"] = model["seconds"] * model["roofline_fraction"] / header["median_s"]
+            measured["arithmetic_intensity"] = model.get("arithmetic_intensity")
+        diagnosis = tuple((details.get("cost_model") or {}).get("diagnosis", ()))
+        ref_s = (ref.timing or {}).get("median_s")
+        return Profile(self.cand.id, "device_trace", False, header["median_s"], ref_s, diagnosis=diagnosis,
+                       details=measured), None
+
+
+def keep_trace(candidate_id: str, payload: list[np.ndarray]) -> str | None:
+    """Store the last timed call's .xplane.pb beside the run store, for XProf/TensorBoard."""
+    if not payload:
+        return None
+    from maxkernel_core.store import default_home
+
+    folder = default_home() / "traces" / candidate_id / "plugins" / "profile" / "maxkernel"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "device.xplane.pb"
+    path.write_bytes(payload[0].tobytes())
+    return str(path)
