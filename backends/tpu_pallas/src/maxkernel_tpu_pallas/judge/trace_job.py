@@ -109,15 +109,24 @@ def _abstract(spec: dict[str, Any]) -> tuple[list[jax.ShapeDtypeStruct], tuple]:
     return shapes, task_inputs.decode_static(spec["static"])
 
 
+def _watchers() -> list[tuple[Callable, Any]]:
+    """The functions that watch the candidate, with their code now (a swapped ``__code__`` shows)."""
+    funcs = [tripwire.snapshot, tripwire.changed, tripwire._identity, tripwire._watched, tripwire._lowering_rules,
+             leftovers, _parent]
+    return [(f, f.__code__) for f in funcs]
+
+
 def run_trace(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
     source = str(Path(job["scratch"]) / "candidate.py")
     before = tripwire.snapshot()
+    watchers = _watchers()  # compared here, in this running frame, whose own code cannot be swapped
     threads_before = {t.ident for t in threading.enumerate()}
     stage("import")
     fn = _load(source, emit)
     if fn is None:
         return
-    patched = tripwire.changed(before)
+    swapped = [f"{f.__module__}.{f.__qualname__}" for f, code in watchers if f.__code__ is not code]
+    patched = swapped or tripwire.changed(before)
     emit({"type": "check", "name": "integrity", "ok": not patched, "patched": patched, "when": "import"})
     if patched:
         return
@@ -131,7 +140,8 @@ def run_trace(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: 
             emit({"type": "check", "name": "trace", "ok": False, "size": index, "error": error_record(exc, source)})
             return
     left = leftovers(threads_before)
-    patched = tripwire.changed(before)
+    patched = [f"{f.__module__}.{f.__qualname__}" for f, code in watchers if f.__code__ is not code]
+    patched = patched or tripwire.changed(before)
     stats = work_stats(traced[0])
     emit({"type": "check", "name": "trace", "ok": True, "work": stats, "leftovers": left, "patched": patched})
     if left or patched:

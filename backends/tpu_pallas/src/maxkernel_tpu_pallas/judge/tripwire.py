@@ -19,11 +19,28 @@ LIBRARIES = (
     "jax._src.core", "jax._src.export._export", "jax._src.pallas.pallas_call",
 )
 JUDGE_PACKAGES = ("maxkernel_tpu_pallas.judge", "maxkernel_tpu_pallas.sandbox", "maxkernel_tpu_pallas.profiling")
+#: Whole packages whose functions decide what a traced program lowers to: Pallas itself, and the
+#: exporter. A candidate rewriting how pallas_call lowers for the CPU would change the check program.
+LOWERING_PACKAGES = ("jax._src.pallas", "jax._src.export", "jax._src.interpreters.mlir")
 
 
 def _watched() -> list[str]:
-    judge = [name for name in list(sys.modules) if name.startswith(JUDGE_PACKAGES)]
+    judge = [name for name in list(sys.modules) if name.startswith(JUDGE_PACKAGES + LOWERING_PACKAGES)]
     return [*LIBRARIES, *sorted(judge)]
+
+
+def _lowering_rules() -> dict[str, tuple[int, int]]:
+    """Every registered lowering rule, by primitive (and platform): rebinding one changes the export."""
+    mlir = sys.modules.get("jax._src.interpreters.mlir")
+    ids = {}
+    if mlir is None:
+        return ids
+    for prim, rule in list(getattr(mlir, "_lowerings", {}).items()):
+        ids[f"lowering[{prim}]"] = _identity(rule)
+    for platform, rules in list(getattr(mlir, "_platform_specific_lowerings", {}).items()):
+        for prim, rule in list(rules.items()):
+            ids[f"lowering[{platform}:{prim}]"] = _identity(rule)
+    return ids
 
 
 def _identity(value) -> tuple[int, int]:
@@ -35,7 +52,7 @@ def _identity(value) -> tuple[int, int]:
 
 def snapshot() -> dict[str, tuple[int, int]]:
     """Identity of every callable attribute (and its code) of the watched modules."""
-    ids = {}
+    ids = _lowering_rules()
     for mod_name in _watched():
         module = sys.modules.get(mod_name)
         if module is None:
