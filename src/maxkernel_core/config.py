@@ -54,6 +54,9 @@ class EvalSettings:
     device: str = "auto"
 
 
+#: Keys that must be at least 1, with what they mean (said in the error).
+POSITIVE_KEYS = {"run.budget": "the most evaluations a run may make (leave it unset for no limit)"}
+
 ROLE_NAMES = ("plan", "implement", "debug")
 ROLE_KEYS = {"provider": str, "model": str, "temperature": float, "max_output_tokens": int}
 
@@ -294,6 +297,9 @@ def _apply(settings: Settings, sources: dict[str, str], dotted: str, raw: Any, *
         value = _coerce(raw, types_[key], from_text=from_text)
     except (ValueError, TypeError):
         raise ConfigError(f"config key {dotted!r} in {where} must be {_describe(types_[key])}, got {raw!r}") from None
+    if dotted in POSITIVE_KEYS and value is not None and value < 1:
+        raise ConfigError(f"config key {dotted!r} in {where} must be at least 1, got {raw!r}: "
+                          f"{POSITIVE_KEYS[dotted]}")
     if dotted == "tasks.paths" and base_dir is not None:
         value = [str((base_dir / p).resolve()) if not Path(p).is_absolute() else p for p in value]
     setattr(getattr(settings, section), key, value)

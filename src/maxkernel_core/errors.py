@@ -31,6 +31,10 @@ class UnknownPluginError(PluginError):
     """A backend, strategy or provider was asked for by a name nobody registered."""
 
 
+class BudgetSpent(MaxKernelError):
+    """A strategy asked for an evaluation past the run's budget; the run ends with what it has."""
+
+
 class TaskError(MaxKernelError):
     """A task is missing or malformed."""
 

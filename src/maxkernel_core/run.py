@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Settings
-from .errors import UnknownPluginError
+from .errors import BudgetSpent, UnknownPluginError
 from .interfaces import Executor
 from .llm import Budget, RetryPolicy
 from .llm_roles import TranscriptRecorder, resolve_role_llms
@@ -94,7 +94,10 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
         if on_start is not None:
             on_start(session.run_id)
         try:
-            result = strategy_cls(config.options).run(session)
+            try:
+                result = strategy_cls(config.options).run(session)
+            except BudgetSpent as spent:  # a strategy that did not watch the budget: the run ends here
+                result = session.finish(message=str(spent))
         except KeyboardInterrupt:
             store.set_run_status(session.run_id, "interrupted")
             raise

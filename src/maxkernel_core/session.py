@@ -7,6 +7,8 @@ and keeps the history that roles learn from. Strategies use nothing else.
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from collections.abc import Sequence
@@ -14,7 +16,7 @@ from typing import Any
 
 from attrs import define, field, frozen
 
-from .errors import PluginError
+from .errors import BudgetSpent, PluginError
 from .hookspecs import hookimpl
 from .interfaces import Backend, Executor, LLMRequest, LLMResponse
 from .llm import Budget, RetryPolicy, complete
@@ -23,6 +25,15 @@ from .records import Attempt, Candidate, Evaluation, Plan, Profile, RunConfig, S
 from .store import RunStore
 
 ROLES = ("plan", "implement", "debug", "test", "profile")
+#: A strategy's re-evaluation of a kernel it is about to declare best: named, and counted apart from the budget.
+RECHECK = "re-evaluation"
+#: Fault injection for the resume tests: SIGKILL the process right after the N-th verdict is stored
+#: (before the strategy records anything about it), the moment a real crash is most costly.
+KILL_AFTER_EVALUATIONS_ENV = "MAXKERNEL_FAULT_KILL_AFTER_EVALUATIONS"
+
+
+def is_recheck(candidate: Candidate) -> bool:
+    return candidate.provenance.transformation == RECHECK
 
 
 @define
@@ -84,8 +95,9 @@ class RunResult:
     task_id: str
     status: str  # "ok" | "no_valid_candidate" | "interrupted" | "failed"
     best: Attempt | None = None
-    evaluations: int = 0
+    evaluations: int = 0  # counted against --budget
     message: str = ""
+    rechecks: int = 0  # re-evaluations of a best kernel before it was declared, not counted against --budget
 
 
 class RoleLog:
@@ -142,6 +154,8 @@ class RunSession:
         if resumed:  # pick up what a killed run already paid for
             verdicts = {e.candidate_id: e for e in store.evaluations(self.run_id)}
             self.history = [Attempt(c, verdicts[c.id]) for c in store.candidates(self.run_id) if c.id in verdicts]
+        self._budget_lock = threading.Lock()
+        self._in_flight = 0
         self.role_log = RoleLog()
         self._log_name = pm.register(self.role_log, name=f"maxkernel-role-log-{self.run_id}")
 
@@ -179,10 +193,19 @@ class RunSession:
             ctx=self.ctx, task=self.task, candidate=candidate, evaluation=evaluation, attempts=tuple(attempts)
         )
 
+    def spent(self) -> int:
+        """Evaluations counted against the budget (re-checks of a best kernel are not)."""
+        return sum(1 for a in self.history if not is_recheck(a.candidate))
+
+    def budget_left(self) -> int | None:
+        """Evaluations the run may still make; None without a budget."""
+        budget = self.config.budget
+        return None if budget is None else max(budget - self.spent() - self._in_flight, 0)
+
     def repair(self, candidate: Candidate, evaluation: Evaluation, max_attempts: int) -> Attempt:
         """The debugger loop: up to ``max_attempts`` fixes, each evaluated and recorded; the last attempt."""
         lineage = [Attempt(candidate, evaluation)]
-        while not evaluation.ok and len(lineage) <= max_attempts:
+        while not evaluation.ok and len(lineage) <= max_attempts and self.budget_left() != 0:
             fixed = self.debug(candidate, evaluation, tuple(lineage))
             if fixed is None:
                 break
@@ -191,15 +214,34 @@ class RunSession:
         return lineage[-1]
 
     def evaluate(self, candidate: Candidate) -> Evaluation:
-        """Store the candidate, judge it (tester role), store the verdict, then return it."""
-        self.store.add_candidate(self.run_id, candidate)
-        evaluation = self._call("agent_test", candidate=candidate)
-        self.store.add_evaluation(self.run_id, evaluation)
-        attempt = Attempt(candidate, evaluation)
-        self.history.append(attempt)
+        """Store the candidate, judge it (tester role), store the verdict, then return it.
+
+        The budget is a hard limit: past it a strategy gets :class:`BudgetSpent` (re-checks excepted).
+        """
+        counted = not is_recheck(candidate)
+        with self._budget_lock:
+            if counted and self.budget_left() == 0:
+                raise BudgetSpent(f"the run's budget of {self.config.budget} evaluations is spent")
+            self._in_flight += counted  # the slot is taken now: concurrent evaluations cannot overshoot
+        try:
+            self.store.add_candidate(self.run_id, candidate)
+            evaluation = self._call("agent_test", candidate=candidate)
+            self.store.add_evaluation(self.run_id, evaluation)
+            attempt = Attempt(candidate, evaluation)
+            with self._budget_lock:
+                self.history.append(attempt)
+        finally:
+            with self._budget_lock:
+                self._in_flight -= counted
+        self._fault_after_store()
         for observer in self.observers:
             observer(attempt)
         return evaluation
+
+    def _fault_after_store(self) -> None:
+        limit = os.environ.get(KILL_AFTER_EVALUATIONS_ENV)
+        if limit and len(self.store.evaluations(self.run_id)) >= int(limit):
+            os.kill(os.getpid(), signal.SIGKILL)
 
     def profile(self, candidate: Candidate) -> Profile:
         profile = self._call("agent_profile", candidate=candidate)
@@ -216,9 +258,16 @@ class RunSession:
 
     # --- the end -------------------------------------------------------------
 
+    def ruled_out(self) -> set[str]:
+        """Kernels whose re-check failed: never reported as best, whatever their first verdict."""
+        return {a.candidate.parent_id for a in self.history if is_recheck(a.candidate) and not a.evaluation.ok}
+
     def best(self, exclude: set[str] = frozenset()) -> Attempt | None:
-        """The best verified attempt: ok verdicts only, fastest (estimated or measured) first."""
-        ok = [a for a in self.history if a.evaluation.ok and a.candidate.id not in exclude]
+        """The best verified attempt: ok verdicts only, fastest (estimated or measured) first; a re-check
+        itself and a kernel whose re-check failed never count."""
+        excluded = set(exclude) | self.ruled_out()
+        ok = [a for a in self.history if a.evaluation.ok and a.candidate.id not in excluded
+              and not is_recheck(a.candidate)]
         if not ok:
             return None
 
@@ -229,9 +278,14 @@ class RunSession:
         return min(ok, key=key)
 
     def finish(self, status: str | None = None, message: str = "", best_id: str | None = None) -> RunResult:
-        best = next((a for a in self.history if a.candidate.id == best_id and a.evaluation.ok), None) or self.best()
+        """End the run with its best verified kernel: ``best_id`` if given and verified, else :meth:`best`,
+        never a kernel whose re-check failed."""
+        chosen = [a for a in self.history if a.candidate.id == best_id and a.evaluation.ok
+                  and best_id not in self.ruled_out()]
+        best = chosen[0] if chosen else self.best()
         status = status or ("ok" if best else "no_valid_candidate")
-        result = RunResult(self.run_id, self.task.id, status, best, len(self.history), message)
+        rechecks = sum(1 for a in self.history if is_recheck(a.candidate))
+        result = RunResult(self.run_id, self.task.id, status, best, self.spent(), message, rechecks)
         from .serialize import to_json
 
         self.store.set_run_status(self.run_id, status, to_json(result))

@@ -121,3 +121,47 @@ def test_llm_calls_are_logged_with_errors(parts):
         ("plan", "a reply", None), ("plan", None, "ProviderError: rate limited")]
     assert [r.messages for r in fake.history] == [request.messages] * 2
     assert fake.history[0].max_output_tokens == 100  # the role's settings fill the request
+
+
+def test_a_kernel_whose_recheck_failed_is_never_reported(parts):
+    """Every re-check of the best failed: the run has no verified kernel, it does not fall back to it."""
+    import attrs
+
+    from maxkernel_core.session import RECHECK
+
+    pm, agents, store, backend, task = parts
+    session = RunSession(pm, store, task, RunConfig(task.id), backend)
+    backend.enqueue(Evaluation("x", EvalStatus.OK, profile=Profile("x", "cost_model", True, seconds=1.0)),
+                    Evaluation("x", EvalStatus.INCORRECT, "failed on the re-check"))
+    agents.enqueue(GOOD)
+    first = session.implement(session.plan())
+    assert session.evaluate(first).ok
+    again = attrs.evolve(first, id=f"{first.id}-confirm", parent_id=first.id,
+                         provenance=attrs.evolve(first.provenance, transformation=RECHECK))
+    assert not session.evaluate(again).ok
+    assert session.best() is None
+    result = session.finish(best_id=first.id)
+    assert result.status == "no_valid_candidate" and result.best is None
+    assert result.evaluations == 1 and result.rechecks == 1  # the re-check is named and counted apart
+
+
+def test_the_budget_is_a_hard_limit_even_for_concurrent_evaluations(parts):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from maxkernel_core.errors import BudgetSpent
+
+    pm, agents, store, backend, task = parts
+    session = RunSession(pm, store, task, RunConfig(task.id, budget=3), backend)
+    agents.enqueue(*[GOOD] * 8)
+    candidates = [session.implement(session.plan()) for _ in range(8)]
+
+    def judge(candidate):
+        try:
+            return session.evaluate(candidate)
+        except BudgetSpent:
+            return None
+
+    with ThreadPoolExecutor(4) as pool:
+        verdicts = list(pool.map(judge, candidates))
+    assert sum(v is not None for v in verdicts) == 3 and len(store.evaluations(session.run_id)) == 3
+    assert session.budget_left() == 0

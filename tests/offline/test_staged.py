@@ -174,7 +174,7 @@ def test_staged_kernels_pass_the_cascade(tmp_path, task_name, target):
         verdict = session.repair(candidate, session.evaluate(candidate), max_attempts=4).evaluation
         assert verdict.status is EvalStatus.OK, verdict.reason
         proof = next(c for c in verdict.checks if c.name == "proof_of_kernel")
-        assert proof.passed and "of the work inside kernels" in proof.message
+        assert proof.passed and "of the reference's work" in proof.message
     finally:
         backend.close()
 

@@ -10,7 +10,7 @@ from maxkernel_core.store import RunStore
 
 from maxkernel_core import optimize
 
-from ..helpers import run_cli, run_until_killed
+from ..helpers import run_cli
 from ..tpu_pallas.conftest import TASKS
 
 pytestmark = pytest.mark.slow
@@ -51,25 +51,63 @@ def test_graph_search_same_seed_same_graph_and_exports(tmp_path):
     assert 1 <= len(in_beam) <= 2 and all(n.score is not None for n in in_beam)
 
 
-def test_killed_graph_search_resumes_without_losing_or_repeating_a_node(tmp_path):
-    home = tmp_path / "home"
-    (tmp_path / "maxkernel.toml").write_text("[strategy.graph]\nbeam_width = 2\ndepth = 2\nexpansions = 2\n")
-    args = ["run", "--task", str(TASKS / "matmul_bias_gelu"), "--strategy", "graph", "--provider", "offline",
-            "--out", str(tmp_path / "out")]
-    store, run_id = run_until_killed(args, home, lambda s, run: len(s.nodes(run)) >= 3, cwd=tmp_path)
-    nodes_before = {n.id for n in store.nodes(run_id)}
-    evaluated_before = [e.candidate_id for e in store.evaluations(run_id)]
+GRAPH_TOML = "[strategy.graph]\nbeam_width = 2\ndepth = 2\nexpansions = 2\n"
 
-    resumed = run_cli(*args, "--resume", run_id, cwd=tmp_path, env={"MAXKERNEL_HOME": str(home)}, timeout=600)
+
+def _graph_cli(folder, env=None, resume=None):
+    folder.mkdir(exist_ok=True)
+    (folder / "maxkernel.toml").write_text(GRAPH_TOML)
+    args = ["run", "--task", str(TASKS / "matmul_bias_gelu"), "--strategy", "graph", "--provider", "offline",
+            "--out", str(folder / "out"), *(["--resume", resume] if resume else [])]
+    return run_cli(*args, cwd=folder, env={"MAXKERNEL_HOME": str(folder / "home"), **(env or {})}, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("uninterrupted")
+    done = _graph_cli(folder)
+    assert done.returncode == 0, done.stderr
+    store = RunStore(folder / "home" / "runs.db")
+    return structure(store, store.list_runs(1)[0].id), _code(folder / "out" / "kernel.py")
+
+
+def _code(kernel_py):
+    """kernel.py without its provenance docstring (which names the run)."""
+    return kernel_py.read_text().split('"""', 2)[2]
+
+
+@pytest.mark.parametrize("killed_after", [1, 3])  # the root's verdict; a verdict inside the first batch
+def test_killed_between_verdict_and_node_resumes_to_the_same_graph(tmp_path, uninterrupted, killed_after):
+    """SIGKILL right after the N-th verdict is stored and before the search records its node (a fault
+    injected there, not a race): the resumed run rebuilds every node and ends with the uninterrupted graph."""
+    from maxkernel_core.session import KILL_AFTER_EVALUATIONS_ENV
+
+    killed = _graph_cli(tmp_path, env={KILL_AFTER_EVALUATIONS_ENV: str(killed_after)})
+    assert killed.returncode == -9, killed.stderr
+    store = RunStore(tmp_path / "home" / "runs.db")
+    run_id = store.list_runs(1)[0].id
+    assert len(store.evaluations(run_id)) == killed_after
+    assert len(store.nodes(run_id)) < killed_after  # the fault left a verdict without its node
+    resumed = _graph_cli(tmp_path, resume=run_id)
     assert resumed.returncode == 0, resumed.stderr
-    nodes_after = {n.id for n in store.nodes(run_id)}
-    assert nodes_before <= nodes_after  # no node lost
-    evaluated = [e.candidate_id for e in store.evaluations(run_id)]
-    assert evaluated[:len(evaluated_before)] == evaluated_before
-    codes = [c.code for c in store.candidates(run_id) if c.id in set(evaluated)]
+    graph, kernel = uninterrupted
+    assert structure(store, run_id) == graph
+    assert _code(tmp_path / "out" / "kernel.py") == kernel
+    codes = [c.code for c in store.candidates(run_id)]
     assert len(codes) == len(set(codes))  # no candidate judged twice
     edges = [(e.parent_id, e.child_id) for e in store.edges(run_id)]
-    assert len(edges) == len(set(edges)) == len(nodes_after) - 1
+    assert len(edges) == len(set(edges)) == len(store.nodes(run_id)) - 1
+
+
+def test_the_budget_caps_a_concurrent_batch(tmp_path):
+    settings = Settings()
+    settings.store.home = str(tmp_path / "home")
+    settings.run.budget = 3
+    settings.strategy["graph"] = {"beam_width": 2, "depth": 3, "expansions": 4}
+    result = optimize(TASKS / "matmul_bias_gelu", settings=settings, strategy="graph", provider="offline",
+                      out=tmp_path / "out")
+    store = RunStore(tmp_path / "home" / "runs.db")
+    assert len(store.evaluations(result.run_id)) == 3 and result.evaluations == 3
 
 
 def test_parallel_independent_searches_explore_apart_and_judge_each_kernel_once(tmp_path):

@@ -48,3 +48,21 @@ def test_usage_errors_exit_2_with_one_line(tmp_path):
     assert len(missing.stderr.strip().splitlines()) == 1
     bad_target = run_cli("eval", "--task", str(TASKS / "matmul"), "--kernel", str(kernel), "--target", "v9")
     assert bad_target.returncode == 2 and "Invalid value for '--target'" in bad_target.stderr
+
+
+def test_a_binary_kernel_file_or_a_budget_below_one_is_one_line_exit_2(tmp_path):
+    binary = tmp_path / "k.py"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    result = run_cli("eval", "--task", str(TASKS / "matmul"), "--kernel", str(binary))
+    assert result.returncode == 2 and result.stderr.startswith(f"Error: kernel file {binary} is not UTF-8 text")
+    assert len(result.stderr.strip().splitlines()) == 1
+    for budget in ("-1", "0"):
+        result = run_cli("run", "--task", str(TASKS / "matmul"), "--budget", budget, "--out", str(tmp_path / "o"),
+                         env={"MAXKERNEL_HOME": str(tmp_path / "home")})
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.startswith("Error: config key 'run.budget' in --budget must be at least 1")
+        assert len(result.stderr.strip().splitlines()) == 1
+    if (tmp_path / "home" / "runs.db").exists():  # nothing stored for a run that never started
+        from maxkernel_core.store import RunStore
+
+        assert RunStore(tmp_path / "home" / "runs.db").list_runs(10) == []

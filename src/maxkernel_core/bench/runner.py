@@ -162,7 +162,11 @@ class _Bench:
             candidate = stored[0]
             verdicts = self.store.evaluations(run_id)
         else:
-            candidate = Candidate(task.id, path.read_text(),
+            try:
+                text = path.read_bytes().decode("utf-8")
+            except UnicodeDecodeError:
+                return TaskResult(ref.id, "failed", f"kernel file {path} is not UTF-8 text: give a Python module")
+            candidate = Candidate(task.id, text,
                                   provenance=Provenance(role="user", transformation=f"file {path}"))
             run_id = run_id or self.store.create_run(RunConfig(
                 task.id, strategy="kernels", provider="none", backend=backend.name, target=target,

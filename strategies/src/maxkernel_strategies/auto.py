@@ -18,6 +18,7 @@ from __future__ import annotations
 import attrs
 from maxkernel_core import Candidate, Provenance, Strategy, hookimpl
 from maxkernel_core.errors import ConfigError
+from maxkernel_core.session import RECHECK
 
 from .tunables import neighbour_points, tunables, with_values
 
@@ -39,8 +40,7 @@ class Auto(Strategy):
         return value
 
     def _budget_left(self, session) -> bool:
-        budget = session.config.budget
-        return budget is None or len(session.history) < budget
+        return session.budget_left() != 0
 
     def _close_to_roofline(self, session) -> bool:
         best = session.best()
@@ -96,8 +96,9 @@ class Auto(Strategy):
             best = session.best(exclude=rejected)
             if best is None:
                 return session.finish()
+            # a re-check (named RECHECK): counted apart from the budget, and a failed one rules the kernel out
             again = attrs.evolve(best.candidate, id=f"{best.candidate.id}-confirm", parent_id=best.candidate.id,
-                                 provenance=attrs.evolve(best.candidate.provenance, transformation="re-evaluation"))
+                                 provenance=attrs.evolve(best.candidate.provenance, transformation=RECHECK))
             verdict = session.evaluate(again)
             if verdict.ok:
                 return session.finish(best_id=best.candidate.id)

@@ -71,7 +71,7 @@ class GraphSearch(Strategy):
             return session.finish()
         beams = [[root] for _ in range(searches)]
         for depth in range(1, self.option("depth") + 1):
-            if session.config.budget is not None and len(session.history) >= session.config.budget:
+            if session.budget_left() == 0:
                 break
             grown = self._expand(beams, depth)
             pools = [{pair[0].id: pair for pair in [*beam, *children]} for beam, children in zip(beams, grown)]
@@ -119,11 +119,25 @@ class GraphSearch(Strategy):
         self._store(node)
         return node
 
+    def _replayed_root(self):
+        """The root a killed run had judged but not stored as a node: its first candidate, through its repairs."""
+        history = self.session.history
+        attempt = history[0]
+        while not attempt.evaluation.ok:
+            fix = next((a for a in history if a.candidate.parent_id == attempt.candidate.id
+                        and a.candidate.provenance.role == "debug"), None)
+            if fix is None:
+                break
+            attempt = fix
+        return self._node_for(attempt, None, 0), attempt
+
     def _root(self):
         roots = [n for n in self.nodes.values() if n.depth == 0]
         if roots:
             attempt = next(a for a in self.session.history if a.candidate.id == roots[0].candidate_id)
             return roots[0], attempt
+        if self.session.history:  # killed after judging the root, before its node: never plan it anew
+            return self._replayed_root()
         plan = self.session.plan(required=False)
         if plan is None:
             return None
@@ -161,6 +175,11 @@ class GraphSearch(Strategy):
         unique: dict[str, Candidate] = {}
         for *_, child in work:
             unique.setdefault(session_key(child.code), child)
+        left = self.session.budget_left()
+        if left is not None:  # the budget is a hard limit: the first children in a fixed order, up to it
+            new = [key for key in unique if key not in self.judged]
+            unique = {key: child for key, child in unique.items() if key in self.judged or key in new[:left]}
+            work = [item for item in work if session_key(item[3].code) in unique]
         with ThreadPoolExecutor(max_workers=self._concurrency()) as pool:
             verdicts = dict(zip(unique, pool.map(self._judge, unique.values())))
         grown: list[list] = [[] for _ in beams]

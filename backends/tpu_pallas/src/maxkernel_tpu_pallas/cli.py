@@ -46,6 +46,19 @@ def _print_evaluation(evaluation, task, kernel: Path) -> None:
         console.print(f"  device time (measured): {p.seconds * 1e6:.1f} us{speed}")
 
 
+def read_kernel(path: Path) -> str:
+    """A kernel file's text, or one line saying why it cannot be a Python module."""
+    from maxkernel_core.errors import TaskError
+
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TaskError(f"kernel file {path} is not UTF-8 text (byte {exc.start}): give the Python source of a "
+                        "module that defines computation()") from None
+    except OSError as exc:
+        raise TaskError(f"kernel file {path} cannot be read: {exc.strerror}") from None
+
+
 def judge_file(ctx: click.Context, task_ref: str, kernel: Path, target: str | None):
     """Load the task, judge the kernel file as a user's candidate; (task, evaluation)."""
     app = app_for(ctx)
@@ -53,7 +66,7 @@ def judge_file(ctx: click.Context, task_ref: str, kernel: Path, target: str | No
     backend = app.backend("tpu_pallas")
     try:
         task = backend.load_task(task_ref, tuple(app.task_roots(backend)))
-        candidate = Candidate(task.id, kernel.read_text(), provenance=Provenance(role="user", transformation=str(kernel)))
+        candidate = Candidate(task.id, read_kernel(kernel), provenance=Provenance(role="user", transformation=str(kernel)))
         return task, backend.evaluate(task, candidate, target=app.settings.run.target)
     finally:
         backend.close()
