@@ -152,7 +152,9 @@ def write_outputs(result: RunResult, task, config: RunConfig, store: RunStore, o
             {"candidate": e.candidate_id, "status": e.status.value, "reason": e.reason,
              "seconds": e.profile.seconds if e.profile else None,
              "estimated": e.profile.estimated if e.profile else None,
-             "speedup_vs_xla": e.profile.speedup if e.profile else None}
+             "speedup_vs_xla": e.profile.speedup if e.profile else None,
+             # which sandbox judged it, as the backend names it (e.g. "bwrap" or "fallback")
+             "sandbox": (e.details or {}).get("sandbox")}
             for e in evaluations
         ],
     }

@@ -66,3 +66,12 @@ def test_a_binary_kernel_file_or_a_budget_below_one_is_one_line_exit_2(tmp_path)
         from maxkernel_core.store import RunStore
 
         assert RunStore(tmp_path / "home" / "runs.db").list_runs(10) == []
+
+
+def test_without_bubblewrap_it_says_so_in_one_line_and_records_the_fallback(tmp_path):
+    result = run_cli("eval", "--task", str(TASKS / "rmsnorm"), "--kernel", str(KERNELS / "honest_rmsnorm.py"),
+                     "--json", env={"PATH": str(tmp_path), "MAXKERNEL_HOME": str(tmp_path / "home")}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    warning = [line for line in result.stderr.splitlines() if "weaker fallback sandbox" in line]
+    assert len(warning) == 1 and "bubblewrap (bwrap) is not installed" in warning[0] and "daemon" in warning[0]
+    assert json.loads(result.stdout)["details"]["sandbox"] == "fallback"

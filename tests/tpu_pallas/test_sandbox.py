@@ -62,3 +62,23 @@ def test_array_sizes_are_checked_before_allocation():
     lying[lying.index(b"1000"):lying.index(b"1000") + 4] = b"2000"  # header claims more than is sent
     with pytest.raises((protocol.ProtocolError, EOFError)):
         protocol.recv(io.BytesIO(bytes(lying)))
+
+
+
+def test_a_spare_started_from_a_finished_thread_pool_stays_alive():
+    """bwrap ties the sandbox to the thread that forked it: spares must not die with a search's batch threads."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from maxkernel_tpu_pallas.sandbox.pool import Limits, WorkerPool
+
+    pool = WorkerPool(Limits(), spares=1)
+    try:
+        with ThreadPoolExecutor(2) as batch:
+            batch.submit(pool.warm_up).result()
+        spare = pool._spares[0]
+        assert spare.wait_ready(120), spare.log_tail()
+        time.sleep(1)
+        assert spare.proc.poll() is None
+    finally:
+        pool.close()

@@ -37,6 +37,10 @@ def _print_evaluation(evaluation, task, kernel: Path) -> None:
     vmem = [v for v in (evaluation.details.get("vmem_bytes_estimate") or []) if v]
     if vmem:
         console.print(f"  VMEM asked for by the kernel(s) (blocks x2 + scratch): {', '.join(f'{v / 2**20:.2f} MiB' for v in vmem)}")
+    sandbox = evaluation.details.get("sandbox")
+    if sandbox:
+        checker = evaluation.details.get("checker_sandbox")
+        console.print(f"  judged in sandbox: {sandbox}" + (f" (checker: {checker})" if checker else ""))
     timing = evaluation.details.get("timing")
     if isinstance(timing, str):
         console.print(f"  speed: {timing}")

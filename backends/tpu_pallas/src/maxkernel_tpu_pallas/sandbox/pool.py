@@ -30,6 +30,7 @@ process group. stdout/stderr go to a log file, read back truncated.
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import contextlib
 import os
 import queue
@@ -97,6 +98,24 @@ class JobOutcome:
         return f"exited with code {rc}"
 
 
+_spawner: concurrent.futures.ThreadPoolExecutor | None = None
+_spawner_lock = threading.Lock()
+
+
+def spawn(start):
+    """Start a worker process from one thread that lives as long as this process.
+
+    bwrap's ``--die-with-parent`` is Linux's parent-death signal, which follows the
+    *thread* that forked: a spare started from a search's evaluation thread was
+    SIGKILLed as soon as that batch's thread pool shut down.
+    """
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None:
+            _spawner = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="maxkernel-worker-spawner")
+    return _spawner.submit(start).result()
+
+
 def tpu_attached() -> bool:
     """A TPU VM exposes /dev/accel* (v2-v4) or /dev/vfio/* (v5e and later)."""
     dev = Path("/dev")
@@ -133,11 +152,11 @@ class Worker:
             env["MAXKERNEL_SANDBOX"] = "bwrap"
             argv = bwrap.command(argv, self.scratch, tpu=uses_tpu(limits) and on_device, ro_paths=ro_paths)
         with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(
+            self.proc = spawn(lambda: subprocess.Popen(
                 argv, close_fds=True,
                 pass_fds=(job_r, res_w), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 cwd=self.scratch, env=env, start_new_session=True,  # own process group: killpg reaches all
-            )
+            ))
         os.close(job_r)
         os.close(res_w)
         self._to_worker = os.fdopen(job_w, "wb")
@@ -242,6 +261,17 @@ class Worker:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
+_warned = threading.Event()
+
+
+def warn_once_without_bwrap() -> None:
+    """Say once per process, in one line on stderr, that candidates run with the weaker fallback sandbox."""
+    message = bwrap.fallback_warning()
+    if message and not _warned.is_set():
+        _warned.set()
+        print(message, file=sys.stderr, flush=True)
+
+
 class WorkerPool:
     """Hands out pre-warmed workers: a fresh one per untrusted job, a kept one for trusted jobs."""
 
@@ -258,6 +288,7 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._trusted_lock = threading.Lock()
         self._closed = False
+        warn_once_without_bwrap()
         atexit.register(self.close)
 
     def _take_spare(self) -> Worker:
