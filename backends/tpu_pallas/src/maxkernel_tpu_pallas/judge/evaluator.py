@@ -20,7 +20,6 @@ timeout; a dead worker -> crashed. The first failing check decides.
 
 from __future__ import annotations
 
-import signal
 import threading
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from maxkernel_core import Candidate, Evaluation, Task, TaskError
 from ..profiling.costmodel import xla_reference_seconds
 from ..sandbox.pool import JobOutcome, Limits, WorkerPool
 from ..targets import check_target
+from .verdict import Verdict, crash_reason
 
 #: A task without a small size is still checked on CPU at full size while its inputs stay under this.
 FULL_SIZE_CPU_INPUT_BYTES = 256 << 20
@@ -71,24 +71,6 @@ class ReferenceData:
         if seconds and counted and traced > 1.5 * counted:
             seconds = max(seconds, traced / self.xla["chip"]["bf16_ops_per_second"])
         return seconds
-
-
-def crash_reason(outcome: JobOutcome, limits: Limits) -> str:
-    during = f" during {outcome.stage}" if outcome.stage else ""
-    rc = outcome.returncode
-    if rc is not None and rc < 0:
-        sig = -rc
-        hints = {
-            signal.SIGSEGV: "segmentation fault: native code crashed",
-            signal.SIGBUS: "bus error: native code crashed",
-            signal.SIGABRT: "aborted (often a failed allocation or a fatal runtime check)",
-            signal.SIGKILL: f"killed (SIGKILL), most likely over the {limits.memory_mb} MiB memory limit",
-            signal.SIGXCPU: "over the CPU-time limit",
-        }
-        return f"worker {outcome.how_it_ended}{during}: {hints.get(sig, 'killed by a signal')}"
-    if rc == 0:
-        return f"worker exited (code 0) before reporting{during}: the module ended the process (os._exit?)"
-    return f"worker {outcome.how_it_ended}{during}"
 
 
 class Evaluator:
@@ -148,8 +130,6 @@ class Evaluator:
         job = {"kind": "trace", "target": target, "full_shapes": ref.full_shapes, "static_full": ref.static_full,
                "check_sizes": ref.check_sizes}
         traced = self.pool.run_untrusted(job, [], files={"candidate.py": candidate.code})
-        from .verdict import Verdict
-
         return Verdict(self, task, candidate, target, ref).judge(traced)
 
     def check(self, task: Task, target: str, ref: ReferenceData, programs: JobOutcome) -> JobOutcome:

@@ -9,7 +9,7 @@ outputs, the device time — comes from the checker, which never imported it.
 
 from __future__ import annotations
 
-from pathlib import Path
+import signal
 from typing import Any
 
 import numpy as np
@@ -18,13 +18,31 @@ from maxkernel_core import Candidate, CheckResult, EvalStatus, Evaluation, Profi
 from ..profiling.costmodel import estimate as cost_estimate
 from ..profiling.costmodel import with_glue
 from ..profiling.diagnosis import as_details, diagnose, profile_record
-from ..sandbox.pool import JobOutcome
+from ..sandbox.pool import JobOutcome, Limits
 from . import proof
 from .compare import compare
 
 #: The tracer's kernel description (for the estimate) must agree with the checker's count of the
 #: compiled program's matmul work within this factor, or the estimate is dropped as unfounded.
 DESCRIPTION_SLACK = 2.0
+
+
+def crash_reason(outcome: JobOutcome, limits: Limits) -> str:
+    during = f" during {outcome.stage}" if outcome.stage else ""
+    rc = outcome.returncode
+    if rc is not None and rc < 0:
+        sig = -rc
+        hints = {
+            signal.SIGSEGV: "segmentation fault: native code crashed",
+            signal.SIGBUS: "bus error: native code crashed",
+            signal.SIGABRT: "aborted (often a failed allocation or a fatal runtime check)",
+            signal.SIGKILL: f"killed (SIGKILL), most likely over the {limits.memory_mb} MiB memory limit",
+            signal.SIGXCPU: "over the CPU-time limit",
+        }
+        return f"worker {outcome.how_it_ended}{during}: {hints.get(sig, 'killed by a signal')}"
+    if rc == 0:
+        return f"worker exited (code 0) before reporting{during}: the module ended the process (os._exit?)"
+    return f"worker {outcome.how_it_ended}{during}"
 
 
 class Verdict:
@@ -45,8 +63,6 @@ class Verdict:
         return Evaluation(self.cand.id, status, reason, tuple(self.checks), self.details, target=self.target, **extra)
 
     def _ended_badly(self, outcome: JobOutcome, who: str) -> Evaluation | None:
-        from .evaluator import crash_reason
-
         error = outcome.last("error")
         if outcome.status == "timeout":
             return self.done(EvalStatus.TIMEOUT, f"no verdict within {self.limits.timeout_s:g} s (stuck during "
