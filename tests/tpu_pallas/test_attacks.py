@@ -129,3 +129,11 @@ def test_a_worker_sees_no_orchestrator_no_other_worker_no_run_store_no_network(g
     assert not found["secrets"] and found["env_keys"] == [], found
     assert found["workers"] == 0 and found["home"] is False, found  # not even the spare warming beside it
     assert found["net"] != "connected", found
+
+
+def test_honest_kernels_after_every_attack_in_the_same_pool(tpu_backend, gemm, task_of):
+    """Runs last in this module: whatever the attacks above did to their workers, checkers and scratch
+    folders, the honest kernels are judged ok by the same pool."""
+    for task, kernel in ((gemm, "honest_matmul_bias_gelu.py"), (task_of("rmsnorm"), "honest_rmsnorm.py")):
+        ev = tpu_backend.evaluate(task, Candidate(task.id, (KERNELS / kernel).read_text()), target="v5e")
+        assert ev.ok, ev.reason
