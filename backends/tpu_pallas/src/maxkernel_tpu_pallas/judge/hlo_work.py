@@ -125,6 +125,9 @@ class _Counter:
                 self._kernel(callee, op, flops, times, grid=None)
                 return flops
             return self.walk_region(body.regions[0], times, in_kernel)
+        if name == "composite":  # a named op (e.g. a GELU) with its decomposition as a function: count that
+            body = self.functions.get(ir.FlatSymbolRefAttr(op.attributes["decomposition"]).value)
+            return self.walk_region(body.regions[0], times, in_kernel) if body is not None else 0
         if name == "custom_call":
             return self._custom_call(op, times, in_kernel)
         if name == "while":
