@@ -82,3 +82,13 @@ def test_a_spare_started_from_a_finished_thread_pool_stays_alive():
         assert spare.proc.poll() is None
     finally:
         pool.close()
+
+
+@pytest.mark.skipif(not __import__("shutil").which("bwrap"), reason="needs bubblewrap (make installs it)")
+def test_with_bubblewrap_installed_the_sandbox_is_bwrap_not_the_fallback():
+    """A machine with bwrap must judge in it: a silent fallback (e.g. a venv under /tmp hidden by the
+    sandbox's private /tmp) would weaken every verdict without a failing check."""
+    from maxkernel_tpu_pallas.sandbox import bwrap
+
+    assert bwrap.probe() == (True, "")
+    assert bwrap.sandbox_name() == "bwrap"

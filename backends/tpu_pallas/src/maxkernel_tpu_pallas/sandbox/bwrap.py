@@ -62,6 +62,10 @@ def _readonly_roots() -> list[str]:
     return [r for r in roots if not any(r != o and r.startswith(o.rstrip("/") + "/") for o in roots)]
 
 
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
 def _hidden(roots: list[str]) -> list[str]:
     """Secrets that live inside a bound folder: covered by an empty tmpfs."""
     hide = []
@@ -95,13 +99,17 @@ def command(argv: list[str], scratch: Path, *, tpu: bool = False, ro_paths: tupl
     """``argv`` wrapped in bwrap, with ``scratch`` the only writable folder (``ro_paths``: more to read)."""
     roots = _readonly_roots()
     roots += [os.path.realpath(p) for p in ro_paths if os.path.realpath(p) not in roots]
+    # A folder holding the scratch folders (a TMPDIR, /tmp, /) would show every other worker's: never bound.
+    scratch_parent = os.path.realpath(os.path.dirname(scratch))
+    roots = [r for r in roots if not _inside(scratch_parent, r)]
+    # Mounts stack in order: the private /tmp first, so that an installation under /tmp (a CI clone's
+    # venv) is bound on top of it rather than hidden by it.
     args = [bwrap_path() or "bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-            "--tmpfs", "/"]
+            "--tmpfs", "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
     for root in roots:
         args += ["--ro-bind", root, root]
     for path in _hidden(roots):
         args += ["--tmpfs", path]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
     for path in CPU_FACTS:  # libtpu's allocator counts CPUs here and aborts without it
         if os.path.exists(path):
             args += ["--ro-bind", path, path]
