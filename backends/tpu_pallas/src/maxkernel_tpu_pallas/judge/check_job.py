@@ -6,6 +6,8 @@ TPU program, and the CPU interpret-mode program held against it (same
 kernels with the same operand and result types, the same glue matmul work,
 the same matmul work inside the kernels), then run on every input set of
 that size. On a TPU host the full-size TPU program itself runs and is timed.
+A program the proof of kernel refuses (the parent makes the same call with the
+same counts) stops here: no compile or run is spent on it.
 Every fact here comes from the exported bytes: no candidate Python exists in
 this process, so none can run.
 """
@@ -19,6 +21,7 @@ import jax
 import numpy as np
 from jax import export
 
+from . import proof
 from .compile import compiled_figures, trim_error
 from .hlo_work import program_work
 
@@ -80,7 +83,10 @@ def run_check(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: 
     layout = job["programs"]  # per size: {"tpu": blob index, "cpu": blob index or None}
     stage("work accounting")
     full = _load(blobs[layout[0]["tpu"]])
-    emit({"type": "work", "size": 0, "work": _work(full)})
+    work = _work(full)
+    emit({"type": "work", "size": 0, "work": work})
+    if not proof.verdict(work, job["reference_work"][0])[0]:
+        return  # refused whatever compiles: the parent says why, and no compile is spent on it
     stage("compile")
     emit({"type": "check", "name": "compile", **_compile(full, job["target"])})
     runners = {}
@@ -90,7 +96,7 @@ def run_check(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: 
         cpu_program = _load(blobs[where["cpu"]])
         why = mirrors(_work(cpu_program), tpu_work)
         emit({"type": "work", "size": size, "work": tpu_work, "mirror": why})
-        if why:
+        if why or not proof.verdict(tpu_work, job["reference_work"][size])[0]:
             return
         runners[size] = jax.jit(cpu_program.call)
     _correctness(job["sets"], inputs, runners, emit, stage)

@@ -144,7 +144,7 @@ class Evaluator:
             layout.append(where)
         job = {"kind": "check", "target": target, "n_blobs": len(blobs), "programs": layout,
                "sets": [{"n_inputs": s["n_inputs"], "size": s["size"]} for s in ref.sets],
-               "timing": ref.platform == "tpu", "task": task.metadata}
+               "timing": ref.platform == "tpu", "task": task.metadata, "reference_work": ref.program_work}
         arrays = [a for set_inputs in ref.inputs for a in set_inputs]
         ro = [str(Path(task.metadata["module"]).parent)] if ref.platform == "tpu" else []
         return self.pool.run_checker(job, blobs + arrays, ro_paths=ro)
