@@ -303,5 +303,6 @@ def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resu
     click.echo(f"Best kernel: {out_dir / 'kernel.py'} ({result.best.evaluation.status.value}: "
                f"{result.best.evaluation.reason}{speed})")
     click.echo(f"Report: {out_dir / 'report.html'} (and report.json); run {result.run_id} "
-               f"({result.evaluations} evaluations)")
+               f"({result.evaluations} evaluations" + (f" and {result.rechecks} re-check of the best, not counted in "
+                                                     "--budget)" if result.rechecks else ")"))
     return 0
