@@ -23,8 +23,7 @@ from jax._src.lib.mlir import ir
 
 from . import mosaic_work
 from .hlo_values import while_trip_count
-
-KERNEL_FUNCTION = "maxkernel_kernel_"
+from .program import KERNEL_FUNCTION
 #: A data-dependent loop outside a kernel is charged as if it ran this many times.
 UNBOUNDED_TRIPS = 1 << 12
 FREE = frozenset("""
@@ -97,7 +96,7 @@ class _Counter:
     def __init__(self, module: ir.Module) -> None:
         self.functions = {}
         for op in module.body.operations:
-            if _short(op.operation.name) == "func" or op.operation.name == "func.func":
+            if op.operation.name == "func.func":
                 self.functions[ir.StringAttr(op.attributes["sym_name"]).value] = op.operation
         self.stats = _empty()
 

@@ -33,9 +33,12 @@ def _on_tpu() -> bool:
     return jax.default_backend() == "tpu"
 
 
-def program_work_of(fn, shapes, static, target: str) -> dict[str, Any]:
-    """The reference's work at these shapes, counted as the checker counts a candidate's program."""
-    closed = jax.make_jaxpr(lambda *d: fn(*d, *static))(*shapes)
+def _trace(fn, shapes, static):
+    return jax.make_jaxpr(lambda *d: fn(*d, *static))(*shapes)
+
+
+def program_work_of(closed, target: str) -> dict[str, Any]:
+    """The reference's work in this traced program, counted as the checker counts a candidate's program."""
     try:
         text = jax.export.deserialize(bytearray(program.export_tpu(closed, target))).mlir_module()
         return program_work(text)
@@ -69,7 +72,8 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
     stage("full-size shapes")
     shapes, static_full = task_inputs.abstract_full(module, meta)
     stage("trace reference")
-    work = work_stats(jax.make_jaxpr(lambda *d: fn(*d, *static_full))(*shapes))
+    traced_full = _trace(fn, shapes, static_full)
+    work = work_stats(traced_full)
     flops = float(module.get_flops()) if meta.get("has_flops") else None
     stage("compile reference for the target")
     xla = compile_for_target(lambda *d: fn(*d, *static_full), shapes, job["target"], meta["module"])
@@ -87,10 +91,10 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
         sets = task_inputs.input_sets(module, meta, fresh=int(job["fresh"]), size=job["size"])
     stage("reference work, as the checker counts it")
     sizes, set_sizes = check_sizes(sets)
-    works = [program_work_of(fn, shapes, static_full, job["target"])]
+    works = [program_work_of(traced_full, job["target"])]
     for spec in sizes:
         small = [jax.ShapeDtypeStruct(tuple(a["shape"]), a["dtype"]) for a in spec["shapes"]]
-        works.append(program_work_of(fn, small, task_inputs.decode_static(spec["static"]), job["target"]))
+        works.append(program_work_of(_trace(fn, small, task_inputs.decode_static(spec["static"])), job["target"]))
     emit({
         "type": "reference",
         "full_shapes": [{"shape": list(s.shape), "dtype": s.dtype.name} for s in shapes],

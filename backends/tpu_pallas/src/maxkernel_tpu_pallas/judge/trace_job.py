@@ -65,8 +65,8 @@ def leftovers(threads_before: set[int]) -> list[str]:
              if t.ident not in threads_before and t.is_alive() and not t.name.startswith("tpu-compile")]
     me = os.getpid()
     for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) not in (me, 1) and _parent(int(entry)) is not None:
-            found.append(f"process {entry} ({_parent(int(entry))})")
+        if entry.isdigit() and int(entry) not in (me, 1) and (command := _parent(int(entry))) is not None:
+            found.append(f"process {entry} ({command})")
     return found
 
 

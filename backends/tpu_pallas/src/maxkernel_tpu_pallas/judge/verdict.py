@@ -169,7 +169,7 @@ class Verdict:
             return self._ended_badly(checked, "checker") or self.done(EvalStatus.CRASHED, "the checker counted no work")
         full = works[0]["work"]
         self.details["work"] = full
-        estimate = self._founded(traced, full)
+        self._found_estimate(traced, full)
         ok, why = proof.verdict(full, self.ref.program_work[0])
         self.checks.append(CheckResult("proof_of_kernel", ok, why, {"work": full}))
         if not ok:
@@ -177,7 +177,7 @@ class Verdict:
         comp = checked.last("check")
         if comp is None:
             return self._ended_badly(checked, "checker") or self.done(EvalStatus.CRASHED, "no compile result")
-        failed = self._compile(comp[0], estimate)
+        failed = self._compile(comp[0])
         if failed is not None:
             return failed
         for size in range(1, len(self.ref.check_sizes) + 1):
@@ -185,19 +185,19 @@ class Verdict:
             if failed is not None:
                 return failed
         bad = self._ended_badly(checked, "checker")
-        return bad or self._correctness(checked, self.estimate)
+        return bad or self._correctness(checked)
 
-    def _compile(self, comp: dict[str, Any], estimate) -> Evaluation | None:
+    def _compile(self, comp: dict[str, Any]) -> Evaluation | None:
         compile_details = {k: comp.get(k) for k in ("seconds", "memory", "cost", "device_kind", "error")}
         self.details["compile"] = compile_details
         if not comp["ok"]:
             return self._lowering_failed({**comp, "name": "compile"})
         self.checks.append(CheckResult("tpu_compile", True, f"compiled for {comp.get('device_kind')}",
                                        compile_details, comp["seconds"]))
-        if estimate is not None:  # the compiled candidate shows what runs around the kernels
-            estimate = with_glue(estimate, comp.get("cost"))
-            self.details["cost_model"] = {**as_details(estimate, self.ref.xla_seconds), "diagnosis": diagnose(estimate)}
-            self.estimate = estimate
+        if self.estimate is not None:  # the compiled candidate shows what runs around the kernels
+            self.estimate = with_glue(self.estimate, comp.get("cost"))
+            self.details["cost_model"] = {**as_details(self.estimate, self.ref.xla_seconds),
+                                          "diagnosis": diagnose(self.estimate)}
         return None
 
     def _small_program(self, header: dict[str, Any] | None, size: int) -> Evaluation | None:
@@ -224,11 +224,11 @@ class Verdict:
         self.details["cost_model"] = {**as_details(est, self.ref.xla_seconds), "diagnosis": diagnose(est)}
         return est
 
-    def _founded(self, traced: JobOutcome, full: dict[str, Any]):
-        """The estimate, if the tracer's description agrees with the checker's count of the exported program."""
+    def _found_estimate(self, traced: JobOutcome, full: dict[str, Any]) -> None:
+        """Keep the estimate only if the tracer's description agrees with the checker's count of the program."""
         described = traced.last("kernels")
         if self.estimate is None or described is None:
-            return None
+            return
         kernels = described[0]["kernels"]
         claimed = sum(d["count"] * 2 * d["m"] * d["n"] * d["k"] * d["batch"] * k["steps"] * k["repeat"]
                       for k in kernels for d in k["body"]["dots"])
@@ -240,9 +240,8 @@ class Verdict:
                                           f"program (grids {grids} vs {counted}; matmul FLOPs {claimed:.3g} vs "
                                           f"{full['kernel_flops']:.3g}): no estimate"}
             self.estimate = None
-        return self.estimate
 
-    def _correctness(self, checked: JobOutcome, estimate) -> Evaluation:
+    def _correctness(self, checked: JobOutcome) -> Evaluation:
         ref, task, cand = self.ref, self.task, self.cand
         if not ref.sets:
             self.checks.append(CheckResult("correctness", False, ref.note or "not run"))
@@ -275,8 +274,8 @@ class Verdict:
         profile, failure = self._timing(checked)
         if failure:
             return self.done(EvalStatus.INCORRECT, failure, test=report)
-        if profile is None and estimate is not None:  # no device: the labelled estimate stands in
-            profile = profile_record(cand.id, estimate, ref.xla_seconds)
+        if profile is None and self.estimate is not None:  # no device: the labelled estimate stands in
+            profile = profile_record(cand.id, self.estimate, ref.xla_seconds)
         return self.done(EvalStatus.OK, msg, test=report, profile=profile)
 
     def _timing(self, checked: JobOutcome) -> tuple[Profile | None, str | None]:

@@ -325,11 +325,8 @@ class WorkerPool:
         times out is replaced. On a TPU host a checker owns the chip for its job only.
         """
         with self._exclusive_lock if self.exclusive else contextlib.nullcontext():
-            with self._lock:
-                worker = self._checkers.pop() if self._checkers else None
-            if ro_paths and worker is not None:  # a checker that reads task files is made for that task
-                self._checkers.append(worker)
-                worker = None
+            with self._lock:  # a checker that reads task files is made for that task, never a kept one
+                worker = self._checkers.pop() if self._checkers and not ro_paths else None
             if worker is None or worker.proc.poll() is not None:
                 worker = Worker(self.limits, ro_paths=tuple(ro_paths))
             outcome = worker.run({**job, "scratch": str(worker.scratch)}, list(arrays), timeout or self.limits.timeout_s)
