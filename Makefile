@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 # The core and every built-in plugin: separate distributions, installed together.
-DISTS  := . $(wildcard backends/*/pyproject.toml executors/*/pyproject.toml llm_providers/pyproject.toml strategies/pyproject.toml jaxbench/pyproject.toml)
+DISTS  := . $(wildcard backends/*/pyproject.toml executors/*/pyproject.toml synthesizers/*/pyproject.toml llm_providers/pyproject.toml strategies/pyproject.toml jaxbench/pyproject.toml)
 # The main job: optimize a matmul + bias + GELU kernel with the offline synthesizer (no key, CPU only).
 TASK   ?= tests/tpu_pallas/tasks/matmul_bias_gelu
 STAMP  := $(VENV)/.installed

@@ -13,7 +13,6 @@ estimated speedup vs XLA (an estimate), and the reason for each miss.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -42,7 +41,7 @@ def judge_task(pm, settings, task_ref, target: str, store_path: Path) -> tuple[s
         candidate = session.implement(plan)
         final = session.repair(candidate, session.evaluate(candidate), max_attempts=6)
         ev = final.evaluation
-        speedup = (ev.details.get("cost_model") or {}).get("speedup_vs_xla")
+        speedup = ev.estimate.speedup if ev.estimate else None
         return task.id, plan.decisions.get("template", "?"), ev.status.value, speedup, "" if ev.ok else ev.reason[:160]
     finally:
         backend.close()
@@ -63,7 +62,8 @@ def main() -> None:
     refs = [r for folder in (args.folders or DEFAULT_FOLDERS) if folder.exists()
             for r in backend_cls().discover_tasks(folder) if not r.problem]
     targets = args.targets.split(",")
-    print(f"{'task':34} {'template':16} " + " ".join(f"{t:>13}" for t in targets) + f" {'est. speedup':>12}  reason")
+    print(f"{'task':34} {'template':16} " + " ".join(f"{t:>13}" for t in targets) + " "
+          + " ".join(f"{'est. ' + t:>10}" for t in targets) + "  reason")
     passed, start = 0, time.time()
     with tempfile.TemporaryDirectory() as tmp:
         for ref in refs:
@@ -71,10 +71,10 @@ def main() -> None:
             task_id, template = results[0][0], results[0][1]
             ok = all(r[2] == "ok" for r in results)
             passed += ok
-            speedup = results[0][3]
             reason = next((r[4] for r in results if r[4]), "")
-            print(f"{task_id:34} {template:16} " + " ".join(f"{r[2]:>13}" for r in results) +
-                  f" {f'{speedup:.2f}x' if speedup else '-':>12}  {reason}", flush=True)
+            speedups = " ".join(f"{f'{r[3]:.3f}x' if r[3] else '-':>10}" for r in results)
+            print(f"{task_id:34} {template:16} " + " ".join(f"{r[2]:>13}" for r in results) + f" {speedups}  {reason}",
+                  flush=True)
     print(f"\n{passed} of {len(refs)} tasks pass the full cascade on {', '.join(targets)} "
           f"({time.time() - start:.0f} s). Speedups are cost-model estimates against XLA's own estimate.")
 

@@ -33,21 +33,17 @@ TASKS = [REPO / "tests" / "tpu_pallas" / "tasks" / "matmul", REPO / "tests" / "t
 
 
 def synthesize(task_dir: Path, target: str):
-    from maxkernel_core.config import Settings
-    from maxkernel_core.records import RunConfig
-    from maxkernel_llm_providers.offline.plugin import synthesis
+    from maxkernel_tpu_offline.synthesis import synthesize as offline_synthesis
     from maxkernel_tpu_pallas.tasks import load_task_at
 
     task = load_task_at(task_dir)
-    ctx = type("Ctx", (), {"extras": {}, "config": RunConfig(task.id, target=target)})()
-    Settings()
-    return task, synthesis(task, ctx)
+    return task, offline_synthesis(task, target)
 
 
 def beam_search(s, start: dict, goal: float, width=3, expansions=2, seed=0, limit=10_000) -> int:
-    from maxkernel_llm_providers.offline.space import fits, neighbours
+    from maxkernel_tpu_pallas.api import fits_vmem as fits
 
-    estimates = {json.dumps(p, sort_keys=True): est for p, est in s["ranked"]}
+    estimates = {json.dumps(p, sort_keys=True): est for p, est in s.ranked}
 
     def cost(point):
         est = estimates[json.dumps(point, sort_keys=True)]
@@ -61,7 +57,7 @@ def beam_search(s, start: dict, goal: float, width=3, expansions=2, seed=0, limi
     while beam and evaluations < limit:
         children = []
         for point in beam:
-            moves = neighbours(s["analysis"], point, s["dtype"])
+            moves = s.neighbours(point)
             rng.shuffle(moves)
             fresh = [p for _, p in moves if json.dumps(p, sort_keys=True) not in seen][:expansions]
             for child in fresh:
@@ -83,20 +79,20 @@ SEEDS = 7
 
 
 def main() -> None:
-    from maxkernel_llm_providers.offline.space import fits
+    from maxkernel_tpu_pallas.api import fits_vmem as fits
 
     target = sys.argv[1] if len(sys.argv) > 1 else "v5e"
     print(f"{'task':26} {'space':>6} {'beam evals':>10} {'fraction':>9}  best estimate (median of {SEEDS} seeds)")
     worst = 0.0
     for task_dir in TASKS:
         task, s = synthesize(task_dir, target)
-        fitting = [(p, est) for p, est in s["ranked"] if fits(est)]  # as the planner ranks them
+        fitting = [(p, est) for p, est in s.ranked if fits(est)]  # as the planner ranks them
         best = fitting[0][1].seconds
         # start from a deliberately poor point (the smallest blocks), not the model's own choice
         start = min((p for p, _ in fitting), key=lambda p: sum(v for k, v in p.items() if k.startswith("BLOCK")))
         runs = sorted(beam_search(s, start, best * 1.02, seed=seed) for seed in range(SEEDS))
         used = runs[len(runs) // 2]  # the median over seeds: one lucky shuffle proves nothing
-        fraction = used / len(s["ranked"])
+        fraction = used / len(s.ranked)
         worst = max(worst, fraction)
         print(f"{task.id:26} {len(s['ranked']):>6} {used:>10} {fraction:>8.0%}  {best * 1e6:,.1f} us")
     print(f"target (<= 25% of the exhaustive count on every task): {'met' if worst <= 0.25 else 'NOT met'}")

@@ -9,17 +9,17 @@ CHUNK = 256
 
 
 def get_inputs(dtype=jnp.bfloat16, size="full", seed=0):
-    b, l, h, p, g, n = SIZES[size]
+    b, seq, h, p, g, n = SIZES[size]
     kx, kt, kb, kd, ka, kB, kC = jax.random.split(jax.random.key(seed), 7)
-    x = jax.random.normal(kx, (b, l, h, p), dtype)
+    x = jax.random.normal(kx, (b, seq, h, p), dtype)
     # dt = softplus(dt_raw + dt_bias) with the bias set so that softplus(bias) is log-uniform in
     # [1e-3, 1e-1] per head (Mamba-2's init); dt and A stay float32 as in the model.
     dt0 = jnp.exp(jax.random.uniform(kb, (h,), jnp.float32, math.log(1e-3), math.log(1e-1)))
     dt_bias = dt0 + jnp.log(-jnp.expm1(-dt0))  # inverse softplus
-    dt = jax.nn.softplus(dt_bias + 0.5 * jax.random.normal(kt, (b, l, h), jnp.float32))
+    dt = jax.nn.softplus(dt_bias + 0.5 * jax.random.normal(kt, (b, seq, h), jnp.float32))
     a = -jax.random.uniform(ka, (h,), jnp.float32, 1.0, 16.0)  # A = -exp(A_log), A_log init in [log 1, log 16]
-    bmat = jax.random.normal(kB, (b, l, g, n), dtype)
-    cmat = jax.random.normal(kC, (b, l, g, n), dtype)
+    bmat = jax.random.normal(kB, (b, seq, g, n), dtype)
+    cmat = jax.random.normal(kC, (b, seq, g, n), dtype)
     return (x, dt, a, bmat, cmat), ()
 
 
@@ -31,9 +31,9 @@ def _segsum(cs):
 
 
 def computation(x, dt, a, bmat, cmat):
-    b, l, h, p = x.shape
+    b, seq, h, p = x.shape
     g, n = bmat.shape[2:]
-    c, q, j = l // CHUNK, CHUNK, h // g  # chunks, chunk length, heads per group
+    c, q, j = seq // CHUNK, CHUNK, h // g  # chunks, chunk length, heads per group
     f32 = jnp.float32
     xs = (x.astype(f32) * dt[..., None]).reshape(b, c, q, g, j, p)  # discretised input X * dt
     da = (a * dt).reshape(b, c, q, g, j).transpose(0, 3, 4, 1, 2)  # A * dt: [b, g, j, c, q]
@@ -42,7 +42,7 @@ def computation(x, dt, a, bmat, cmat):
     da_cum = jnp.cumsum(da, axis=-1)
 
     # 1. within each chunk (the diagonal blocks): a masked, decayed attention-like product
-    decay = jnp.exp(_segsum(da_cum)).transpose(0, 3, 1, 2, 4, 5)  # [b, c, g, j, q(l), q(s)]
+    decay = jnp.exp(_segsum(da_cum)).transpose(0, 3, 1, 2, 4, 5)  # [b, c, g, j, q(seq), q(s)]
     cb = jnp.einsum("bclgn,bcsgn->bcgls", cs, bs)
     y_diag = jnp.einsum("bcgjls,bcsgjp->bclgjp", cb[:, :, :, None] * decay, xs)
 
@@ -58,15 +58,15 @@ def computation(x, dt, a, bmat, cmat):
     # 4. each chunk's incoming state read out through C, decayed to each position
     state_decay = jnp.exp(da_cum).transpose(0, 3, 4, 1, 2)  # [b, c, q, g, j]
     y_off = jnp.einsum("bclgn,bcgjpn->bclgjp", cs, states) * state_decay[..., None]
-    return (y_diag + y_off).reshape(b, l, h, p).astype(x.dtype)
+    return (y_diag + y_off).reshape(b, seq, h, p).astype(x.dtype)
 
 
 def get_flops():
-    b, l, h, p, g, n = SIZES["full"]
+    b, seq, h, p, g, n = SIZES["full"]
     q = CHUNK
-    c = l // q
-    return (2 * b * l * q * g * n      # C B^T within chunks
-            + 2 * b * l * q * h * p    # (C B^T * decay) X within chunks
-            + 2 * b * l * h * p * n    # chunk states
+    c = seq // q
+    return (2 * b * seq * q * g * n      # C B^T within chunks
+            + 2 * b * seq * q * h * p    # (C B^T * decay) X within chunks
+            + 2 * b * seq * h * p * n    # chunk states
             + 2 * b * (c + 1) ** 2 * h * p * n  # chunk-to-chunk recurrence
-            + 2 * b * l * h * p * n)   # state read-out
+            + 2 * b * seq * h * p * n)   # state read-out

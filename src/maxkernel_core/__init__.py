@@ -25,8 +25,14 @@ from .records import (
     Attempt,
     Candidate,
     CheckResult,
+    CompileError,
+    Decline,
     EvalStatus,
     Evaluation,
+    Fit,
+    Move,
+    Parameter,
+    ParameterSpace,
     Plan,
     Profile,
     Provenance,
@@ -42,8 +48,8 @@ from .serialize import from_json, to_json
 __version__ = "0.1.0"
 
 __all__ = [
-    "Attempt", "Backend", "Candidate", "CandidateFailed", "CheckResult", "ConfigError", "EvalStatus",
-    "Evaluation", "Executor", "ExecutorError", "LLMMessage", "LLMProvider", "LLMRequest", "LLMResponse", "MaxKernelError", "Plan",
+    "Attempt", "Backend", "Candidate", "CandidateFailed", "CheckResult", "CompileError", "ConfigError", "Decline",
+    "EvalStatus", "Evaluation", "Fit", "Move", "Parameter", "ParameterSpace", "Executor", "ExecutorError", "LLMMessage", "LLMProvider", "LLMRequest", "LLMResponse", "MaxKernelError", "Plan",
     "PluginError", "Profile", "Provenance", "ProviderError", "Readiness", "RunConfig", "SearchEdge",
     "SearchNode", "StoreError", "Strategy", "Task", "TaskError", "TaskRef", "TaskSuite", "TestReport",
     "UnknownPluginError", "from_json", "get_plugin_manager", "hookimpl", "optimize", "to_json",

@@ -14,7 +14,8 @@ Two kinds of hook:
   implementations are tried in order until one returns something other than
   ``None``. Built-ins are registered with ``trylast=True``, so a third-party
   implementation runs first and the built-in is the fallback; return ``None``
-  to pass. A ``hookimpl(wrapper=True)`` sees every call and its result (the
+  to pass, or a :class:`~maxkernel_core.records.Decline` to answer that there
+  is nothing to offer (the call ends there: no fallback is asked). A ``hookimpl(wrapper=True)`` sees every call and its result (the
   core uses one for timing and the run log).
 """
 
@@ -28,7 +29,7 @@ import pluggy
 if TYPE_CHECKING:
     import click
 
-    from .records import Attempt, Candidate, Evaluation, Plan, Profile, Task
+    from .records import Attempt, Candidate, Decline, Evaluation, Move, Plan, Profile, Task
     from .session import AgentContext
 
 PROJECT_NAME = "maxkernel"
@@ -113,14 +114,33 @@ def register_commands(cli: click.Group) -> None:
 
 
 @hookspec(firstresult=True)
-def agent_plan(task: Task, history: Sequence[Attempt], ctx: AgentContext) -> Plan | None:
+def agent_plan(task: Task, history: Sequence[Attempt], ctx: AgentContext) -> Plan | Decline | None:
     """Planner: decide what the next kernel should do.
 
     :param task: the task being optimized.
     :param history: earlier attempts of this run, oldest first, with verdicts.
     :param ctx: the run's context (config, backend, LLM access, latest profile).
-    :returns: a :class:`~maxkernel_core.records.Plan`, or ``None`` to let the next
-        implementation answer. First non-``None`` result wins.
+    :returns: a :class:`~maxkernel_core.records.Plan`, a ``Decline`` when the planner
+        has nothing more to propose, or ``None`` to let the next implementation
+        answer. First non-``None`` result wins.
+    """
+
+
+@hookspec(firstresult=True)
+def agent_neighbours(task: Task, candidate: Candidate, ctx: AgentContext) -> list[Move] | None:
+    """Search moves: the points of ``candidate``'s parameter space worth judging next, best first.
+
+    Strategies call this to search (auto's autotune, graph's children); the author of a
+    candidate knows its space and what each point should cost, and orders its moves by
+    that. A strategy skips a move the backend's ``check_fit`` rules out, and one whose
+    code it has judged already.
+
+    :param task: the task being optimized.
+    :param candidate: the candidate to move from (its ``space`` and ``parameters``).
+    :param ctx: the run's context.
+    :returns: :class:`~maxkernel_core.records.Move` records (each a whole new point),
+        an empty list when no move is left, or ``None`` to pass (the strategies'
+        generic rule, moves of one declared parameter at a time, is the fallback).
     """
 
 
@@ -139,7 +159,7 @@ def agent_implement(task: Task, plan: Plan, ctx: AgentContext) -> Candidate | No
 @hookspec(firstresult=True)
 def agent_debug(
     task: Task, candidate: Candidate, evaluation: Evaluation, attempts: Sequence[Attempt], ctx: AgentContext
-) -> Candidate | None:
+) -> Candidate | Decline | None:
     """Debugger: fix a candidate that failed to compile or to pass a check.
 
     :param task: the task being optimized.
@@ -147,8 +167,8 @@ def agent_debug(
     :param evaluation: its verdict (status, reason, compiler message).
     :param attempts: earlier debug attempts on this lineage, oldest first.
     :param ctx: the run's context.
-    :returns: a new candidate whose ``parent_id`` is ``candidate.id``, or ``None``
-        when no fix is proposed. First non-``None`` result wins.
+    :returns: a new candidate whose ``parent_id`` is ``candidate.id``, a ``Decline``
+        when this author has no fix, or ``None`` to pass. First non-``None`` result wins.
     """
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from attrs import field, frozen
 
-from .records import Candidate, Evaluation, Task, record
+from .records import Candidate, Evaluation, Fit, Task, record
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -63,6 +63,14 @@ class Backend(abc.ABC):
     def evaluate(self, task: Task, candidate: Candidate, *, target: str) -> Evaluation:
         """Judge ``candidate`` against ``task`` from outside the candidate's process."""
 
+    def check_fit(self, task: Task, candidate: Candidate, *, target: str) -> Fit | None:
+        """Whether ``candidate``'s blocks fit the target's on-chip memory, known before any compile.
+
+        Strategies skip a point of a parameter space this rules out (it is not judged and costs no
+        budget). None: this backend cannot tell without compiling.
+        """
+        return None
+
     def knowledge(self, task: Task, *, target: str, budget_chars: int) -> str:
         """Backend rules and chip facts for prompts, at most ``budget_chars`` long."""
         return ""
@@ -73,7 +81,8 @@ class Backend(abc.ABC):
                 f"tolerances atol={task.atol}, rtol={task.rtol}.")
 
     def close(self) -> None:
-        """Release worker processes and other resources."""
+        """Release worker processes and other resources (by default there are none)."""
+        return None
 
 
 class Executor(abc.ABC):
@@ -106,7 +115,8 @@ class Executor(abc.ABC):
         """
 
     def close(self) -> None:
-        """Release hosts, connections and worker processes."""
+        """Release hosts, connections and worker processes (by default there are none)."""
+        return None
 
 
 class TaskSuite:
@@ -195,9 +205,6 @@ class LLMProvider(abc.ABC):
     name: ClassVar[str]
     #: Environment variables any one of which makes the provider ready (empty: none needed).
     key_env_vars: ClassVar[tuple[str, ...]] = ()
-    #: False for a provider that answers the roles itself (its own role hooks) and takes no prompts:
-    #: the prompt-based sub-agents then leave those roles to it.
-    takes_prompts: ClassVar[bool] = True
 
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings

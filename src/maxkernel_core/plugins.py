@@ -13,10 +13,13 @@ Environment:
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Iterable
 from functools import cached_property
+import tomllib
+from importlib import resources
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
@@ -76,7 +79,8 @@ class Registries:
             for impl in impls:
                 plugin = impl.plugin_name
 
-                def register(cls: type, _plugin: str = plugin, _kind: str = kind, _base: type = base) -> None:
+                def register(cls: type, _plugin: str = plugin, _kind: str = kind, _base: type = base,
+                             found: dict[str, Registration] = found) -> None:
                     name = getattr(cls, "name", None)
                     if not (isinstance(cls, type) and issubclass(cls, _base)) or not isinstance(name, str):
                         raise PluginError(
@@ -103,6 +107,12 @@ class Registries:
         found = self._by_kind[kind]
         if name not in found:
             known = ", ".join(found) or "none"
+            listed = plugin_directory().get(kind, {}).get(name)
+            if listed:  # a known plugin that is not installed (or was disabled): say how to get it
+                raise UnknownPluginError(
+                    f"{kind.replace('_', ' ')} {name!r} is not installed (installed: {known}); it comes with "
+                    f"{listed['distribution']}: {listed['install']}"
+                )
             raise UnknownPluginError(
                 f"unknown {kind.replace('_', ' ')} {name!r} (installed: {known}); "
                 "`maxkernel plugins` lists what is installed"
@@ -247,3 +257,10 @@ def get_plugin_manager(
         pm.trace.root.setwriter(sys.stderr.write)
         pm.enable_tracing()
     return pm
+
+
+@functools.cache
+def plugin_directory() -> dict[str, dict[str, dict[str, str]]]:
+    """Known plugins by kind and name, with the distribution and install line (``plugin_directory.toml``)."""
+    text = resources.files(__package__).joinpath("plugin_directory.toml").read_text()
+    return tomllib.loads(text)

@@ -98,8 +98,63 @@ class Provenance:
 
 @record
 @frozen
+class Parameter:
+    """One tunable of a candidate: a module-level constant ``name`` and the values it may legally take.
+
+    ``values`` are in order (smallest block first), so a move to a neighbouring value is a step in it.
+    """
+
+    name: str
+    values: tuple[int, ...]
+
+
+@record
+@frozen
+class ParameterSpace:
+    """The parameters a candidate's author declares tunable, with their legal values.
+
+    Each is a module-level ``NAME = <int>`` line of the candidate's code; a strategy moves a candidate
+    to another point of its space by rewriting exactly those lines. Whoever wrote the candidate knows its
+    space (the offline synthesizer by construction); a candidate without one is searched by the generic
+    rule of the strategies (block-size-like constants, doubled and halved).
+    """
+
+    parameters: tuple[Parameter, ...] = ()
+
+    def values_of(self, name: str) -> tuple[int, ...]:
+        return next((p.values for p in self.parameters if p.name == name), ())
+
+    def contains(self, point: dict[str, Any]) -> bool:
+        """Whether every declared parameter named in ``point`` has a legal value there."""
+        return all(point[p.name] in p.values for p in self.parameters if p.name in point)
+
+
+@record
+@frozen
+class Move:
+    """A proposed step through a candidate's parameter space: ``parameters`` is the whole new point."""
+
+    label: str
+    parameters: dict[str, Any]
+    note: str = ""
+
+
+@record
+@frozen
+class Decline:
+    """A role's answer that it has nothing to offer (no plan left, no fix), with the reason.
+
+    Returned from a firstresult role hook it ends the call (no later implementation is asked): an author
+    that answers a role itself says so instead of passing the role to a prompt-based fallback.
+    """
+
+    reason: str
+
+
+@record
+@frozen
 class Candidate:
-    """One kernel attempt: the whole module source and the parameters it declares."""
+    """One kernel attempt: the whole module source, the parameters it sets and the space they live in."""
 
     task_id: str
     code: str
@@ -108,9 +163,10 @@ class Candidate:
     provenance: Provenance = field(factory=Provenance)
     id: str = field(factory=lambda: new_id("cand"))
     created_at: float = field(factory=_now)
+    space: ParameterSpace | None = None
 
 
-class EvalStatus(str, enum.Enum):
+class EvalStatus(enum.StrEnum):
     """Outcome of the evaluation cascade; only ``OK`` means the kernel may be used."""
 
     OK = "ok"
@@ -166,6 +222,11 @@ class Profile:
     bound: str = ""
     diagnosis: tuple[str, ...] = ()
     details: dict[str, Any] = field(factory=dict)
+    #: share of the roofline's floor (every byte once, every FLOP at peak) the kernel reaches
+    roofline_fraction: float | None = None
+    arithmetic_intensity: float | None = None
+    #: whether the kernels' blocks fit on-chip memory (None: not known)
+    fits_memory: bool | None = None
 
     @property
     def speedup(self) -> float | None:
@@ -176,8 +237,35 @@ class Profile:
 
 @record
 @frozen
+class CompileError:
+    """Why the compiler refused a candidate: ``kind`` is a stable class of failure a debugger can branch on
+    (``vmem_overflow``, ``lowering``, ``unsupported``, ...), ``message`` the compiler's words."""
+
+    kind: str
+    message: str
+    line: int | None = None
+
+
+@record
+@frozen
+class Fit:
+    """Whether a candidate's blocks fit on-chip memory, said before any compile (a backend's static check)."""
+
+    fits: bool
+    needed_bytes: int | None = None
+    limit_bytes: int | None = None
+    reason: str = ""
+
+
+@record
+@frozen
 class Evaluation:
-    """The judge's verdict on a candidate: status, a reason a model can act on, each check."""
+    """The judge's verdict on a candidate: status, a reason a model can act on, each check.
+
+    ``profile`` is the speed that stands for a verified kernel (measured on the device, or the labelled
+    estimate); ``estimate`` is the cost model's view whatever the verdict (a debugger reads its
+    ``fits_memory``); ``compile_error`` is set when the compiler refused it. ``details`` is for display.
+    """
 
     candidate_id: str
     status: EvalStatus
@@ -188,6 +276,8 @@ class Evaluation:
     profile: Profile | None = None
     target: str = ""
     created_at: float = field(factory=_now)
+    estimate: Profile | None = None
+    compile_error: CompileError | None = None
 
     @property
     def ok(self) -> bool:

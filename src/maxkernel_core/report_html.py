@@ -39,7 +39,7 @@ def _progress_svg(rows: list[dict[str, Any]]) -> str:
         if r["seconds"] and r["status"] == "ok":
             best = min(best, r["seconds"])
         if best < float("inf"):
-            line.append("%.1f,%.1f" % xy(i, best))
+            line.append("{:.1f},{:.1f}".format(*xy(i, best)))
     parts.append(f'<polyline points="{" ".join(line)}" fill="none" stroke="#26c" stroke-width="2"/>')
     for i, r in enumerate(rows):
         x, y = xy(i, r["seconds"]) if r["seconds"] else xy(i, 0)

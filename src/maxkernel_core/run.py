@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Settings
-from .errors import BudgetSpent, UnknownPluginError
+from .errors import BudgetSpent
 from .interfaces import Executor
 from .llm import Budget, RetryPolicy
 from .llm_roles import TranscriptRecorder, resolve_role_llms
@@ -35,14 +35,7 @@ def task_search_paths(settings: Settings, pm, backend) -> tuple[Path, ...]:
 
 def executor_for(settings: Settings, pm) -> Executor:
     """The executor ``executor.name`` selects, started (a cluster executor connects here, before any work)."""
-    name = settings.executor.name
-    try:
-        cls = pm.registries.get("executor", name).cls
-    except UnknownPluginError as exc:
-        if name == "ray":  # the one executor the core ships an extra for: say how to get it
-            raise UnknownPluginError(f"{exc}; the Ray executor is an extra: pip install 'maxkernel[ray]'") from None
-        raise
-    return cls(settings)
+    return pm.registries.get("executor", settings.executor.name).cls(settings)
 
 
 def run_config(settings: Settings, task_id: str) -> RunConfig:

@@ -21,7 +21,21 @@ from .hookspecs import hookimpl
 from .interfaces import Backend, Executor, LLMRequest, LLMResponse
 from .llm import Budget, RetryPolicy, complete
 from .llm_roles import RoleLLM, TranscriptRecorder
-from .records import Attempt, Candidate, Evaluation, Plan, Profile, RunConfig, SearchEdge, SearchNode, Task, record
+from .records import (
+    Attempt,
+    Candidate,
+    Decline,
+    Evaluation,
+    Fit,
+    Move,
+    Plan,
+    Profile,
+    RunConfig,
+    SearchEdge,
+    SearchNode,
+    Task,
+    record,
+)
 from .store import RunStore
 
 ROLES = ("plan", "implement", "debug", "test", "profile")
@@ -50,12 +64,20 @@ class AgentContext:
     policy: RetryPolicy = field(factory=RetryPolicy)
     #: the latest profile of the best candidate, for the planner
     profile: Profile | None = None
-    #: the backend's knowledge pack and other run-wide context for prompts
-    extras: dict[str, Any] = field(factory=dict)
+    #: a person's instructions for the planner (human-in-the-loop), newest last
+    feedback: list[str] = field(factory=list)
     recorder: TranscriptRecorder | None = None
     #: where evaluations run (``--executor``); None: the backend's own worker pool in this process
     executor: Executor | None = None
     _gate: threading.Semaphore = field(factory=lambda: threading.Semaphore(4))
+    _caches: dict[str, dict[str, Any]] = field(factory=dict)
+    _caches_lock: threading.Lock = field(factory=threading.Lock)
+
+    def cache(self, owner: str) -> dict[str, Any]:
+        """A dict that lives as long as the run, private to ``owner`` (a plugin's name): where a plugin
+        keeps what it computed once per run. No plugin reads another's."""
+        with self._caches_lock:
+            return self._caches.setdefault(owner, {})
 
     def judge(self, task: Task, candidate: Candidate) -> Evaluation:
         """The backend's verdict on ``candidate``, run where the run's executor puts it (tester roles call this)."""
@@ -170,16 +192,28 @@ class RunSession:
                 f"no plugin answered {hook} for backend {self.ctx.backend.name!r}: install the built-in "
                 "plugins (see README) or a plugin that implements it"
             )
+        if isinstance(result, Decline):
+            raise PluginError(f"{hook} declined: {result.reason}")
         return result
 
     # --- the five roles ------------------------------------------------------
 
     def plan(self, required: bool = True) -> Plan | None:
-        """The planner's next plan; with ``required=False``, None when no planner has one (a search space
-        exhausted) instead of an error."""
+        """The planner's next plan; with ``required=False``, None when the planner declines (a search space
+        exhausted, nothing more to propose) instead of an error."""
         if required:
             return self._call("agent_plan", history=tuple(self.history))
-        return self.pm.hook.agent_plan(ctx=self.ctx, task=self.task, history=tuple(self.history))
+        plan = self.pm.hook.agent_plan(ctx=self.ctx, task=self.task, history=tuple(self.history))
+        return None if isinstance(plan, Decline) else plan
+
+    def neighbours(self, candidate: Candidate) -> list[Move] | None:
+        """Moves through ``candidate``'s parameter space, best first, from the plugin that knows it; None when
+        no plugin answers (the strategy's generic rule applies)."""
+        return self.pm.hook.agent_neighbours(ctx=self.ctx, task=self.task, candidate=candidate)
+
+    def check_fit(self, candidate: Candidate) -> Fit | None:
+        """The backend's static check that ``candidate``'s blocks fit on-chip memory (None: it cannot tell)."""
+        return self.ctx.backend.check_fit(self.task, candidate, target=self.config.target)
 
     def settings_value(self, section: str, key: str, default: Any) -> Any:
         """A value of the run's settings (``default`` when the session was built without settings)."""
@@ -189,9 +223,11 @@ class RunSession:
         return self._call("agent_implement", plan=plan)
 
     def debug(self, candidate: Candidate, evaluation: Evaluation, attempts: Sequence[Attempt] = ()) -> Candidate | None:
-        return self.pm.hook.agent_debug(
+        """The debugger's fix, or None when it has none (declined or no answer)."""
+        fixed = self.pm.hook.agent_debug(
             ctx=self.ctx, task=self.task, candidate=candidate, evaluation=evaluation, attempts=tuple(attempts)
         )
+        return None if isinstance(fixed, Decline) else fixed
 
     def spent(self) -> int:
         """Evaluations counted against the budget (re-checks of a best kernel are not)."""

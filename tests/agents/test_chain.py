@@ -70,7 +70,7 @@ def test_chain_produces_a_candidate_and_the_debugger_fixes_a_real_compile_error(
 def test_a_reply_without_code_is_an_error_with_a_reason(session):
     s, fake = session
     fake.enqueue(PLAN_REPLY, "I think 512 blocks would be best, but I will not write the code.")
-    from maxkernel_plugins.codeblocks import NoUsableCode
+    from maxkernel_agents.codeblocks import NoUsableCode
 
     plan = s.plan()
     with pytest.raises(NoUsableCode, match="no code block"):

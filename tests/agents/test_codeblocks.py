@@ -1,6 +1,6 @@
 import pytest
 
-from maxkernel_plugins.codeblocks import NoUsableCode, extract_json, extract_module
+from maxkernel_agents.codeblocks import NoUsableCode, extract_json, extract_module
 
 MODULE = "import jax\n\ndef computation(x):\n    return x\n"
 

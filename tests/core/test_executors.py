@@ -41,7 +41,7 @@ def test_register_executors_collects_executor_classes_by_name(tmp_path):
     pm.register(RecordingPlugin(), name="recording-plugin")
     reg = pm.registries.executors["recording"]
     assert reg.cls is Recording and reg.plugin == "recording-plugin"
-    with pytest.raises(UnknownPluginError, match=r"unknown executor 'ray' \(installed: recording\).*maxkernel\[ray\]"):
+    with pytest.raises(UnknownPluginError, match=r"executor 'ray' is not installed \(installed: recording\).*maxkernel\[ray\]"):
         executor_for(load_settings(tmp_path, env={"MAXKERNEL_EXECUTOR_NAME": "ray"}).settings, pm)
 
     class NotAnExecutor:

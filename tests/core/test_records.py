@@ -6,19 +6,23 @@ from maxkernel_core import records
 from maxkernel_core.errors import StoreError
 from maxkernel_core.interfaces import LLMMessage, LLMRequest, LLMResponse
 from maxkernel_core.records import (
-    Attempt, Candidate, CheckResult, EvalStatus, Evaluation, Plan, Profile, Provenance, RunConfig,
-    SearchEdge, SearchNode, Task, TestReport,
+    Attempt, Candidate, CheckResult, CompileError, Decline, EvalStatus, Evaluation, Fit, Move, Parameter,
+    ParameterSpace, Plan, Profile, Provenance, RunConfig, SearchEdge, SearchNode, Task, TestReport,
 )
 from maxkernel_core.serialize import from_json, to_json
 from maxkernel_core.session import RunResult
 
+SPACE = ParameterSpace((Parameter("BLOCK_M", (128, 256, 512)),))
 CAND = Candidate("t1", "def computation(x): ...", {"BLOCK_M": 256}, parent_id="cand-0",
-                 provenance=Provenance(role="implement", provider="fake", llm_call_ids=(1, 2)))
+                 provenance=Provenance(role="implement", provider="fake", llm_call_ids=(1, 2)), space=SPACE)
 EVAL = Evaluation(
     CAND.id, EvalStatus.INCORRECT, "max abs error 3.1 > atol 1e-2",
     checks=(CheckResult("load", True), CheckResult("correctness", False, "mismatch", {"max_abs": 3.1})),
     test=TestReport(CAND.id, False, 4, 3.1, 0.5),
-    profile=Profile(CAND.id, "cost_model", True, 1e-3, 2e-3, "memory", ("HBM bound",)),
+    profile=Profile(CAND.id, "cost_model", True, 1e-3, 2e-3, "memory", ("HBM bound",), roofline_fraction=0.5,
+                    fits_memory=True),
+    estimate=Profile(CAND.id, "cost_model", True, 1e-3, fits_memory=False),
+    compile_error=CompileError("vmem_overflow", "Ran out of memory in memory space vmem", 12),
 )
 SAMPLES = [
     Task("t1", "tpu_pallas", "/x", sizes=("full", "small"), atol=(1e-2, 1e-3), rtol=1e-2, metadata={"k": [1]}),
@@ -27,7 +31,8 @@ SAMPLES = [
     CAND.provenance, CAND, EVAL.checks[1], EVAL.test, EVAL.profile, EVAL,
     SearchNode("run-1", CAND.id, None, 0, 1.5, True), SearchEdge("run-1", "node-a", "node-b", "bigger_k_block"),
     RunConfig("t1", "graph", "offline", None, "tpu_pallas", "v6e", 10, 3, {"beam_width": 3}),
-    Attempt(CAND, EVAL),
+    Attempt(CAND, EVAL), SPACE, SPACE.parameters[0], Move("double BLOCK_M", {"BLOCK_M": 512}, "est. 3 us"),
+    Decline("nothing left"), EVAL.compile_error, Fit(False, 80 << 20, 64 << 20, "over"),
     LLMMessage("user", "hi"), LLMRequest((LLMMessage("system", "s"), LLMMessage("user", "u")), "m", 0.2, 100, "plan"),
     LLMResponse("text", "m", 3, 4, 0.01, 0.5, "stop"),
     RunResult("run-1", "t1", "ok", Attempt(CAND, EVAL), 3, ""),

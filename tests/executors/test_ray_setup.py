@@ -42,8 +42,8 @@ def test_without_the_plugin_the_unknown_executor_error_names_the_extra(tmp_path)
                      env={"MAXKERNEL_HOME": str(tmp_path)}, cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().endswith(
-        "Error: unknown executor 'ray' (installed: local); `maxkernel plugins` lists what is installed; "
-        "the Ray executor is an extra: pip install 'maxkernel[ray]'")
+        "Error: executor 'ray' is not installed (installed: local); it comes with maxkernel-ray: "
+        "pip install 'maxkernel[ray]'")
 
 
 def test_an_unreachable_cluster_fails_in_seconds_not_minutes(tmp_path):

@@ -30,7 +30,7 @@ def test_plan_and_implement_over_http_with_a_rate_limit_on_the_way(openai_server
     task = backend.load_task("fake_matmul")
     session = RunSession(pm, RunStore(tmp_path / "runs.db"), task, RunConfig(task.id, provider="litellm"), backend,
                          llms=llms, policy=RetryPolicy(max_retries=2, base_delay_s=0.01))
-    session.ctx.extras.update(task_prompt="Compute x.", knowledge="Pallas rules.")
+    session.ctx.cache("maxkernel-agents").update(task_prompt="Compute x.", knowledge="Pallas rules.")
     openai_server.enqueue(error(429, {"Retry-After": "0"}), text(PLAN_REPLY), text(TWO_BLOCKS))
 
     plan = session.plan()

@@ -35,7 +35,7 @@ def test_a_batch_template_that_cannot_fit_vmem_gives_way_to_staged_kernels(tmp_p
 def test_a_template_that_cannot_fit_vmem_at_any_block_declines_with_the_sizes(tmp_path):
     import pytest
 
-    from maxkernel_llm_providers.offline.plugin import OfflineDeclined
+    from maxkernel_tpu_offline.synthesis import OfflineDeclined
 
     # A whole-row softmax over 2^22 float32 columns: 16 MiB a row, 8 rows at the least (a block of
     # the sublane tile) is 128 MiB before double-buffering, and no matmul for staged kernels.

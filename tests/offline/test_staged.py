@@ -14,10 +14,10 @@ from jax import lax
 from jax.experimental import pallas as pl
 from maxkernel_core import EvalStatus, Plan
 
-from maxkernel_llm_providers.offline import staged_runtime
-from maxkernel_llm_providers.offline.analysis import Declined
-from maxkernel_llm_providers.offline.plugin import OfflineDeclined
-from maxkernel_llm_providers.offline.staged import analyse_staged
+from maxkernel_tpu_offline import staged_runtime
+from maxkernel_tpu_offline.ir import Declined
+from maxkernel_tpu_offline.synthesis import OfflineDeclined
+from maxkernel_tpu_offline.staged import analyse_staged
 
 from .test_synthesizer import _task, offline_session
 
@@ -118,7 +118,7 @@ def test_the_planners_kernel_descriptions_are_what_the_judge_extracts(monkeypatc
     preferred_element_type (bf16 inputs) counts 4 bytes, not the inputs' 2 (9p's first point overflowed)."""
     from maxkernel_tpu_pallas.profiling.extract import describe_kernels
 
-    from maxkernel_llm_providers.offline.staged import describe
+    from maxkernel_tpu_offline.staged import describe
 
     def program(x, w, img, f):
         h = jnp.dot(x, w, preferred_element_type=jnp.float32)

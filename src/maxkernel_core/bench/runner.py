@@ -15,7 +15,8 @@ import fnmatch
 import re
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from attrs import asdict, define, frozen
 
@@ -98,12 +99,11 @@ def result_of_run(store: RunStore, run_id: str, best, wall_s: float, kernel: Pat
         return TaskResult(store.get_run(run_id).task_id, "failed", reason[:500], **common)
     ev = best.evaluation
     p = ev.profile
-    details = (p.details if p else {}) or {}
     return TaskResult(
         best.candidate.task_id, "correct", ev.reason[:300], correct=True, kernel=str(kernel) if kernel else None,
         speedup=p.speedup if p else None, speedup_kind=("estimated" if p.estimated else "measured") if p else None,
         seconds=p.seconds if p else None, reference_seconds=p.reference_seconds if p else None,
-        roofline_fraction=details.get("roofline_fraction"), arithmetic_intensity=details.get("arithmetic_intensity"),
+        roofline_fraction=p.roofline_fraction if p else None, arithmetic_intensity=p.arithmetic_intensity if p else None,
         **common)
 
 

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from .app import app_for
 from .commands import executor_options, override_executor
-from .main import cli
+from .group import cli
 
 
 @cli.command("bench")

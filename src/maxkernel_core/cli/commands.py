@@ -16,7 +16,7 @@ from ..errors import TaskError
 from ..plugins import DISCOVERY_HOOKS
 from ..serialize import to_json
 from .app import App, app_for
-from .main import cli
+from .group import cli
 
 INTERNAL_PLUGIN_PREFIX = "maxkernel-role-log-"
 

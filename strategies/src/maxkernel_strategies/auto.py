@@ -3,9 +3,12 @@
 Each iteration's plan sees every earlier verdict and the latest profile. The
 loop stops after ``max_iterations``, when the run's evaluation budget is spent,
 or early when the best kernel is within ``roofline_stop`` of the roofline.
-After it, the tunable constants of the best kernel (block sizes, as module-level
-UPPER_CASE integers) are searched one move at a time, each point judged by the
-whole cascade and ranked by device time on a TPU or the cost model elsewhere.
+After it (or as soon as the planner has nothing more to propose), the best
+kernel's parameter space is searched one move at a time: the moves of the plugin
+that wrote it (``agent_neighbours``, best first) or the generic moves of its
+declared or block-size-like constants; a point the backend says cannot fit
+on-chip memory is skipped before any compile. Each point is judged by the whole
+cascade and ranked by device time on a TPU or the cost model elsewhere.
 The best kernel is chosen from verified results only and re-evaluated before
 it is declared best. Resumable: progress is read back from the session's history.
 
@@ -16,11 +19,11 @@ roofline_stop (0.9).
 from __future__ import annotations
 
 import attrs
-from maxkernel_core import Candidate, Provenance, Strategy, hookimpl
+from maxkernel_core import Strategy, hookimpl
 from maxkernel_core.errors import ConfigError
 from maxkernel_core.session import RECHECK
 
-from .tunables import neighbour_points, tunables, with_values
+from .search import fresh_children, moves_from, session_key
 
 DEFAULTS = {"max_iterations": 5, "autotune_points": 8, "roofline_stop": 0.9}
 
@@ -45,7 +48,7 @@ class Auto(Strategy):
     def _close_to_roofline(self, session) -> bool:
         best = session.best()
         profile = best.evaluation.profile if best else None
-        fraction = (profile.details or {}).get("roofline_fraction") if profile else None
+        fraction = profile.roofline_fraction if profile else None
         return fraction is not None and fraction >= self.option("roofline_stop")
 
     def run(self, session):
@@ -55,8 +58,8 @@ class Auto(Strategy):
         for _ in range(done, iterations):
             if not self._budget_left(session) or self._close_to_roofline(session):
                 break
-            plan = session.plan()
-            if plan is None:
+            plan = session.plan(required=False)
+            if plan is None:  # the planner has nothing more to propose: the search below takes over
                 break
             candidate = session.implement(plan)
             verdict = session.evaluate(candidate)
@@ -74,17 +77,13 @@ class Auto(Strategy):
         spent = sum(1 for a in session.history if a.candidate.provenance.transformation.startswith("autotune"))
         while spent < limit and self._budget_left(session):
             best = session.best()
-            current = tunables(best.candidate.code) if best else {}
-            moves = [(m, p) for m, p in neighbour_points(current, 4 * len(current))
-                     if session_key(with_values(best.candidate.code, p)) not in tried]
-            if not moves:
+            if best is None:
                 return
-            move, point = moves[0]
-            code = with_values(best.candidate.code, point)
-            tried.add(session_key(code))
-            candidate = Candidate(best.candidate.task_id, code, {**best.candidate.parameters, **point},
-                                  parent_id=best.candidate.id, provenance=Provenance(
-                                      role="autotune", strategy=self.name, transformation=f"autotune: {move}"))
+            moves, _ = moves_from(session, best.candidate)
+            _, candidate = next(fresh_children(session, best.candidate, moves, tried, "autotune", self.name),
+                                (None, None))
+            if candidate is None:
+                return
             spent += 1
             if session.evaluate(candidate).ok:
                 session.profile(candidate)
@@ -103,10 +102,6 @@ class Auto(Strategy):
             if verdict.ok:
                 return session.finish(best_id=best.candidate.id)
             rejected.update({best.candidate.id, again.id})
-
-
-def session_key(code: str) -> str:
-    return "\n".join(line.rstrip() for line in code.strip().splitlines())
 
 
 @hookimpl

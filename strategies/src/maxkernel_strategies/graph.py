@@ -1,9 +1,10 @@
 """``graph``: beam search over kernels. Nodes are candidates, edges are transformations.
 
-A transformation is a move of one tunable constant of the parent (double or
-halve a block size: the offline synthesizer's parameter moves, and any
-model-written kernel's UPPER_CASE constants), or, when a kernel declares none,
-a new idea from the planner implemented as a child. The root comes from the
+A transformation is a move through the parent's parameter space (the moves of
+the plugin that wrote it, ``agent_neighbours``, or the generic moves of its
+declared or block-size-like constants; a point the backend says cannot fit
+on-chip memory is skipped before any compile), or, when a kernel has no move
+left, a new idea from the planner implemented as a child. The root comes from the
 planner. At each depth every beam node gets ``expansions`` children, judged
 concurrently (up to ``concurrency``) by the sandboxed cascade; a child that
 regresses stays in the graph but not in the beam. The beam keeps the
@@ -30,11 +31,10 @@ import random
 from concurrent.futures import ThreadPoolExecutor
 
 import attrs
-from maxkernel_core import Candidate, Provenance, SearchEdge, SearchNode, Strategy, hookimpl
+from maxkernel_core import Candidate, SearchEdge, SearchNode, Strategy, hookimpl
 from maxkernel_core.errors import ConfigError
 
-from .auto import session_key
-from .tunables import neighbour_points, tunables, with_values
+from .search import fresh_children, moves_from, session_key
 
 DEFAULTS = {"beam_width": 3, "depth": 3, "expansions": 2, "concurrency": 2, "searches": 1}
 
@@ -74,7 +74,7 @@ class GraphSearch(Strategy):
             if session.budget_left() == 0:
                 break
             grown = self._expand(beams, depth)
-            pools = [{pair[0].id: pair for pair in [*beam, *children]} for beam, children in zip(beams, grown)]
+            pools = [{pair[0].id: pair for pair in [*beam, *children]} for beam, children in zip(beams, grown, strict=False)]
             # ties broken by the code itself, never by random ids: the same seed must give the same beam
             beams = [[pair for pair in sorted(pool.values(), key=lambda p: (score(p[1]), session_key(p[1].candidate.code)))
                       if score(pair[1]) < float("inf")][: self.option("beam_width")] for pool in pools]
@@ -149,17 +149,14 @@ class GraphSearch(Strategy):
             self.judged[session_key(attempt.candidate.code)] = attempt
         return self._node_for(attempt, None, 0), attempt
 
-    def _children_of(self, node: SearchNode, attempt, rng: random.Random) -> list[tuple[str, Candidate]]:
-        code = attempt.candidate.code
-        moves = neighbour_points(tunables(code), 64)
-        rng.shuffle(moves)
+    def _children_of(self, node: SearchNode, attempt, rng: random.Random, search: int) -> list[tuple[str, Candidate]]:
+        moves, ordered = moves_from(self.session, attempt.candidate)
+        if not ordered or search > 0:  # the author's order leads the first search; the others explore
+            rng.shuffle(moves)
         children = []
-        for move, point in moves:
-            child_code = with_values(code, point)
-            children.append((move, Candidate(attempt.candidate.task_id, child_code,
-                                             {**attempt.candidate.parameters, **point}, parent_id=attempt.candidate.id,
-                                             provenance=Provenance(role="search", strategy=self.name,
-                                                                   transformation=move))))
+        seen = {session_key(attempt.candidate.code)}
+        for move, child in fresh_children(self.session, attempt.candidate, moves, seen, "search", self.name):
+            children.append((move.label, child))
             if len(children) == self.option("expansions"):
                 break
         if not children:  # nothing to tune: ask the planner for a new idea
@@ -171,7 +168,7 @@ class GraphSearch(Strategy):
     def _expand(self, beams, depth: int):
         """Children of every beam node of every search, judged in one concurrent batch (each code once)."""
         work = [(i, node, move, child) for i, beam in enumerate(beams) for node, attempt in beam
-                for move, child in self._children_of(node, attempt, self.rngs[i])]
+                for move, child in self._children_of(node, attempt, self.rngs[i], i)]
         unique: dict[str, Candidate] = {}
         for *_, child in work:
             unique.setdefault(session_key(child.code), child)
@@ -181,7 +178,7 @@ class GraphSearch(Strategy):
             unique = {key: child for key, child in unique.items() if key in self.judged or key in new[:left]}
             work = [item for item in work if session_key(item[3].code) in unique]
         with ThreadPoolExecutor(max_workers=self._concurrency()) as pool:
-            verdicts = dict(zip(unique, pool.map(self._judge, unique.values())))
+            verdicts = dict(zip(unique, pool.map(self._judge, unique.values()), strict=False))
         grown: list[list] = [[] for _ in beams]
         for i, parent, move, child in work:  # stored in a fixed order: seeded runs match
             attempt = verdicts[session_key(child.code)]

@@ -21,8 +21,10 @@ from pathlib import Path
 
 import attrs
 import click
-from maxkernel_core import Strategy, hookimpl
+from maxkernel_core import Plan, Strategy, hookimpl
 from maxkernel_core.errors import ConfigError
+
+from .search import moves_from
 
 PLAN_CHOICES = {"a": "approve", "e": "edit", "r": "reject"}
 CANDIDATE_CHOICES = {"a": "accept", "i": "iterate", "s": "stop"}
@@ -89,13 +91,13 @@ class HumanInTheLoop(Strategy):
 
     def run(self, session):
         talk = self.dialogue()
-        feedback = session.ctx.extras.setdefault("feedback", [])
+        feedback = session.ctx.feedback
         for d in session.store.decisions(session.run_id):  # resumed: earlier instructions still apply
             if d["kind"] in ("plan:reject", "candidate:iterate") and d["detail"]:
                 feedback.append(d["detail"])
         last = session.history[-1].candidate if session.history else None
         while True:
-            plan = session.plan(required=False)
+            plan = session.plan(required=False) or self._move_plan(session)
             if plan is None:
                 click.echo("The planner has nothing more to propose.")
                 return session.finish()
@@ -130,6 +132,21 @@ class HumanInTheLoop(Strategy):
             instruction = talk.text("Instruction for the next iteration")
             session.store.add_decision(session.run_id, "candidate:iterate", "i", instruction)
             feedback.append(instruction)
+
+    @staticmethod
+    def _move_plan(session) -> Plan | None:
+        """When the planner has nothing more to propose: the best kernel's next move through its space, as a plan
+        to approve, edit or reject like any other."""
+        best = session.best()
+        if best is None:
+            return None
+        moves, _ = moves_from(session, best.candidate)
+        tried = {json.dumps(a.candidate.parameters, sort_keys=True) for a in session.history}
+        for move in moves:
+            if json.dumps({**best.candidate.parameters, **move.parameters}, sort_keys=True) not in tried:
+                summary = f"Move {best.candidate.id}: {move.label}" + (f" ({move.note})" if move.note else "")
+                return Plan(session.task.id, summary, {"move": move.label}, dict(move.parameters), author="hitl")
+        return None
 
     def _edit(self, talk: Dialogue, plan) -> dict:
         data = {"summary": plan.summary, "parameters": plan.parameters}

@@ -1,21 +1,29 @@
-"""The parameters a candidate declares tunable: module-level UPPER_CASE integer constants.
+"""The generic parameter search: moves through a declared space, or through block-size-like constants.
 
-Implementers (the models through the prompt, the offline synthesizer by
-construction) put block sizes and the like at the top of the module as such
-constants; autotuning rewrites exactly those lines.
+A candidate's author may declare its parameter space (``Candidate.space``); the
+strategies move one declared parameter at a time through its legal values. A
+candidate without one (a model's module) is searched through its block-size-like
+constants: module-level ``NAME = <int>`` lines, NAME in upper case, whose value
+is a power of two from 8 to 65536 (byte limits and flags are not block sizes).
+Either way a move rewrites exactly those lines of the module.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from typing import Any
 
-#: Constants that are not block sizes even though they look like them.
-NOT_TUNED = frozenset({"VMEM_LIMIT_BYTES", "FULL_ROWS"})
+from maxkernel_core import Move, ParameterSpace
+
+#: Values a constant must lie between to be taken for a block size when nothing is declared.
+BLOCK_LIKE = (8, 1 << 16)
+#: One move's steps through an ordered list of legal values, and what each is called.
+STEPS = ((1, "double"), (-1, "halve"), (2, "quadruple"), (-2, "quarter"))
 
 
 def tunables(code: str) -> dict[str, int]:
-    """``NAME = <int>`` at module level, NAME in upper case; empty when the module does not parse."""
+    """Block-size-like ``NAME = <int>`` lines at module level; empty when the module does not parse."""
     try:
         tree = ast.parse(code)
     except SyntaxError:
@@ -24,12 +32,16 @@ def tunables(code: str) -> dict[str, int]:
     for node in tree.body:
         if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
                 and node.targets[0].id.isupper() and isinstance(node.value, ast.Constant)
-                and type(node.value.value) is int and node.targets[0].id not in NOT_TUNED):
+                and type(node.value.value) is int and _block_like(node.value.value)):
             found[node.targets[0].id] = node.value.value
     return found
 
 
-def with_values(code: str, values: dict[str, int]) -> str:
+def _block_like(value: int) -> bool:
+    return BLOCK_LIKE[0] <= value <= BLOCK_LIKE[1] and value & (value - 1) == 0
+
+
+def with_values(code: str, values: dict[str, Any]) -> str:
     """The module with each named constant's assignment rewritten."""
     for name, value in values.items():
         code, count = re.subn(rf"^{name}\s*=\s*\d+", f"{name} = {value}", code, count=1, flags=re.M)
@@ -38,13 +50,27 @@ def with_values(code: str, values: dict[str, int]) -> str:
     return code
 
 
-def neighbour_points(current: dict[str, int], limit: int) -> list[tuple[str, dict[str, int]]]:
-    """Move one constant at a time: double or halve it, or multiply or divide it by 4 (a longer stride
-    reaches a far optimum in fewer steps); powers of two stay powers of two. At most ``limit`` moves."""
+def declared_moves(space: ParameterSpace, point: dict[str, Any]) -> list[Move]:
+    """Moves of one declared parameter to a neighbouring legal value (a longer stride, x4 or /4, reaches a
+    far optimum in fewer steps)."""
+    moves = []
+    for parameter in space.parameters:
+        values = parameter.values
+        if len(values) < 2 or parameter.name not in point:
+            continue
+        i = values.index(point[parameter.name]) if point[parameter.name] in values else 0
+        for step, label in STEPS:
+            if 0 <= i + step < len(values):
+                moves.append(Move(f"{label} {parameter.name}", {**point, parameter.name: values[i + step]}))
+    return moves
+
+
+def constant_moves(current: dict[str, int]) -> list[Move]:
+    """Moves of one undeclared constant: doubled or halved, multiplied or divided by 4 (powers of two stay so)."""
     moves = []
     for name, value in current.items():
-        for label, new in (("double", value * 2), ("halve", value // 2), ("quadruple", value * 4),
-                           ("quarter", value // 4)):
+        for step, label in STEPS:
+            new = value * 2 ** step if step > 0 else value // 2 ** -step
             if new >= 1 and new != value:
-                moves.append((f"{label} {name}", {**current, name: new}))
-    return moves[:limit]
+                moves.append(Move(f"{label} {name}", {**current, name: new}))
+    return moves

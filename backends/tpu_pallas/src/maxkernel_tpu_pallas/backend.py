@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from maxkernel_core import Backend, Candidate, Evaluation, Profile, Task, TaskRef
+from maxkernel_core import Backend, Candidate, Evaluation, Fit, Task, TaskRef
 
 from . import tasks
 from .targets import DEFAULT_TARGET, check_target
@@ -20,7 +20,6 @@ class TpuPallasBackend(Backend):
         super().__init__(settings)
         self._evaluator = None
         self._lock = threading.RLock()
-        self._recent: dict[tuple[str, str], Evaluation] = {}
 
     def discover_tasks(self, root: Path) -> list[TaskRef]:
         return tasks.discover(root)
@@ -40,34 +39,11 @@ class TpuPallasBackend(Backend):
             return self._evaluator
 
     def evaluate(self, task: Task, candidate: Candidate, *, target: str = DEFAULT_TARGET) -> Evaluation:
-        evaluation = self.evaluator.evaluate(task, candidate, target=check_target(target))
-        self.remember(evaluation, target)
-        return evaluation
+        return self.evaluator.evaluate(task, candidate, target=check_target(target))
 
-    def remember(self, evaluation: Evaluation, target: str) -> None:
-        """Keep a verdict for :meth:`profile`, also one judged elsewhere (an executor's remote host)."""
-        with self._lock:
-            self._recent[(evaluation.candidate_id, target)] = evaluation
-            while len(self._recent) > 256:
-                self._recent.pop(next(iter(self._recent)))
-
-    def profile(self, task: Task, candidate: Candidate, *, target: str = DEFAULT_TARGET) -> Profile | None:
-        """Measured on a TPU, else the cost model's estimate; from the candidate's evaluation.
-
-        The evaluation already traced the kernel at full size (and timed it on a TPU), so a
-        candidate evaluated by this backend is not run again. None when it never traced.
-        """
-        with self._lock:
-            evaluation = self._recent.get((candidate.id, target))
-        if evaluation is None:
-            evaluation = self.evaluate(task, candidate, target=target)
-        if evaluation.profile is not None:
-            return evaluation.profile
-        model = evaluation.details.get("cost_model") or {}
-        if "seconds" not in model:
-            return None
-        return Profile(candidate.id, "cost_model", True, model["seconds"], model.get("xla_reference_seconds"),
-                       model.get("bound", ""), tuple(model.get("diagnosis", ())), model)
+    def check_fit(self, task: Task, candidate: Candidate, *, target: str = DEFAULT_TARGET) -> Fit | None:
+        """The cost model's VMEM need of the candidate's kernels, from one sandboxed trace (no compile)."""
+        return self.evaluator.check_fit(task, candidate, target=check_target(target))
 
     def knowledge(self, task: Task, *, target: str = DEFAULT_TARGET, budget_chars: int = 12000) -> str:
         from .knowledge import knowledge_pack

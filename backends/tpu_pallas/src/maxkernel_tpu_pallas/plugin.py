@@ -6,6 +6,10 @@ from maxkernel_core import hookimpl
 
 from .backend import TpuPallasBackend
 
+#: This plugin's run cache (``ctx.cache``), and how many verdicts it keeps for the profiler.
+CACHE = "tpu_pallas"
+KEPT_VERDICTS = 256
+
 
 @hookimpl
 def register_backends(register):
@@ -18,17 +22,22 @@ def agent_test(task, candidate, ctx):
     if not isinstance(ctx.backend, TpuPallasBackend):
         return None
     evaluation = ctx.judge(task, candidate)
-    # Judged on another host, the verdict (and its cost model) is still what the profiler reads.
-    ctx.backend.remember(evaluation, ctx.config.target)
+    # Judged here or on another host, the verdict (and its estimate) is what the profiler reads.
+    verdicts = ctx.cache(CACHE).setdefault("verdicts", {})
+    verdicts[candidate.id] = evaluation
+    while len(verdicts) > KEPT_VERDICTS:
+        verdicts.pop(next(iter(verdicts)))
     return evaluation
 
 
 @hookimpl(trylast=True)
 def agent_profile(task, candidate, ctx):
-    """The profiler role: device time on a TPU, else the static cost model (labelled an estimate)."""
+    """The profiler role: device time on a TPU, else the static cost model (labelled an estimate), from the
+    candidate's verdict: the evaluation traced the kernel at full size already (and timed it on a TPU)."""
     if not isinstance(ctx.backend, TpuPallasBackend):
         return None
-    return ctx.backend.profile(task, candidate, target=ctx.config.target)
+    evaluation = ctx.cache(CACHE).get("verdicts", {}).get(candidate.id) or ctx.judge(task, candidate)
+    return evaluation.profile or evaluation.estimate
 
 
 @hookimpl

@@ -54,8 +54,8 @@ def _dtype_default(fn: ast.FunctionDef) -> str:
     """The default of a ``dtype`` parameter as written (``jnp.bfloat16`` -> ``bfloat16``)."""
     a = fn.args
     positional = [*a.posonlyargs, *a.args]
-    defaults = dict(zip([p.arg for p in positional[len(positional) - len(a.defaults):]], a.defaults))
-    defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+    defaults = dict(zip([p.arg for p in positional[len(positional) - len(a.defaults):]], a.defaults, strict=False))
+    defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=False) if d is not None})
     node = defaults.get("dtype")
     if isinstance(node, ast.Attribute):
         return node.attr

@@ -6,7 +6,7 @@ local one), ``resources`` per evaluation (default ``{TPU = 1}`` when the
 cluster has TPUs, else ``{CPU = 1}``), ``concurrency`` (actors; default: as
 many as the cluster's resources hold) and ``max_retries``.
 
-Each attempt is recorded in the Evaluation's ``details["executor"]``: the host
+Each attempt is recorded in the Evaluation's details, under ``executor``: the host
 that gave the verdict, and every host lost on the way with the error Ray
 reported. A verdict is never made up for a lost evaluation: past
 ``max_retries`` the run stops with an error, and ``--resume`` continues it.

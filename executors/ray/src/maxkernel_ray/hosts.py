@@ -15,6 +15,7 @@ from typing import Any
 
 from attrs import define
 from maxkernel_core import ExecutorError
+import contextlib
 
 
 def one_line(exc: BaseException) -> str:
@@ -109,10 +110,8 @@ class HostPool:
             self._spawn()
 
     def _kill(self, handle) -> None:
-        try:
+        with contextlib.suppress(Exception):  # already dead, or its node is gone: nothing left to kill
             self.ray.kill(handle, no_restart=True)
-        except Exception:  # already dead, or its node is gone: nothing left to kill
-            pass
 
     @property
     def size(self) -> int:
@@ -126,9 +125,7 @@ class HostPool:
             self._idle.clear()
             self._cond.notify_all()
         # Let idle actors stop their worker processes; then make sure every actor is gone.
-        try:
+        with contextlib.suppress(Exception):
             self.ray.get([h.handle.close.remote() for h in idle], timeout=30)
-        except Exception:
-            pass
         for handle in handles:
             self._kill(handle)

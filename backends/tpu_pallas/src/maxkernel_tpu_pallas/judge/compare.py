@@ -26,7 +26,7 @@ def compare(reference: list[np.ndarray], got: list[np.ndarray], atol, rtol) -> t
         return False, f"returned {len(got)} output(s), the reference returns {len(reference)}", {}
     atols, rtols = _per_output(atol, len(reference)), _per_output(rtol, len(reference))
     worst_abs, worst_rel, details = 0.0, 0.0, {"outputs": []}
-    for i, (ref, out) in enumerate(zip(reference, got)):
+    for i, (ref, out) in enumerate(zip(reference, got, strict=False)):
         if out.shape != ref.shape:
             return False, f"output {i} has shape {out.shape}, expected {ref.shape}", details
         if out.dtype != ref.dtype:

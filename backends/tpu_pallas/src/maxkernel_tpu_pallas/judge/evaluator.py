@@ -26,9 +26,11 @@ from typing import Any
 
 import numpy as np
 from attrs import frozen
-from maxkernel_core import Candidate, Evaluation, Task, TaskError
+from maxkernel_core import Candidate, Evaluation, Fit, Task, TaskError
 
+from ..profiling.costmodel import estimate as cost_estimate
 from ..profiling.costmodel import xla_reference_seconds
+from ..profiling.vmem import VMEM_HEADROOM, fits_vmem
 from ..sandbox.pool import JobOutcome, Limits, WorkerPool
 from ..targets import check_target
 from .verdict import Verdict, crash_reason
@@ -131,6 +133,25 @@ class Evaluator:
                "check_sizes": ref.check_sizes}
         traced = self.pool.run_untrusted(job, [], files={"candidate.py": candidate.code})
         return Verdict(self, task, candidate, target, ref).judge(traced)
+
+    def check_fit(self, task: Task, candidate: Candidate, *, target: str) -> Fit | None:
+        """Whether the candidate's kernels fit VMEM by the cost model, from one trace at full size in a fresh
+        tracer sandbox (no export, no compile); None when the trace does not describe them (the full
+        evaluation will say why)."""
+        ref = self.reference(task, target)
+        job = {"kind": "trace", "target": target, "full_shapes": ref.full_shapes, "static_full": ref.static_full,
+               "check_sizes": [], "describe_only": True}
+        traced = self.pool.run_untrusted(job, [], files={"candidate.py": candidate.code})
+        described = traced.last("kernels")
+        if traced.status != "done" or described is None or "error" in described[0] or not described[0]["kernels"]:
+            return None
+        est = cost_estimate(described[0]["kernels"], described[0]["chip"], target)
+        worst = max(est.kernels, key=lambda k: k.vmem_bytes / max(k.vmem_limit_bytes, 1))
+        fits = fits_vmem(est)
+        reason = (f"{worst.name}'s blocks need {worst.vmem_bytes / 2**20:.1f} MiB of VMEM, "
+                  f"{'within' if fits else 'over'} {VMEM_HEADROOM:.0%} of its {worst.vmem_limit_bytes / 2**20:.0f} MiB "
+                  "limit (cost-model estimate)")
+        return Fit(fits, worst.vmem_bytes, worst.vmem_limit_bytes, reason)
 
     def check(self, task: Task, target: str, ref: ReferenceData, programs: JobOutcome) -> JobOutcome:
         """Run the checker on the programs a tracer exported, with the reference's input sets."""

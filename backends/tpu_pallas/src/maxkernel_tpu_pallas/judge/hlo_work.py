@@ -26,21 +26,9 @@ from .hlo_values import while_trip_count
 from .program import KERNEL_FUNCTION
 #: A data-dependent loop outside a kernel is charged as if it ran this many times.
 UNBOUNDED_TRIPS = 1 << 12
-FREE = frozenset("""
-constant iota reshape transpose broadcast_in_dim broadcast slice dynamic_slice dynamic_update_slice concatenate
-pad convert bitcast_convert get_tuple_element tuple return reverse optimization_barrier gather real_dynamic_slice
-get_dimension_size copy after_all partition_id replica_id create_token dynamic_reshape dynamic_broadcast_in_dim
-dynamic_iota dynamic_pad
-""".split())
-ELEMENTWISE = frozenset("""
-add subtract multiply divide remainder negate abs sign maximum minimum power sqrt rsqrt cbrt exponential
-exponential_minus_one log log_plus_one tanh logistic sine cosine tan atan2 floor ceil round_nearest_afz
-round_nearest_even is_finite select clamp and or not xor compare shift_left shift_right_logical
-shift_right_arithmetic popcnt count_leading_zeros real imag complex reduce_precision erf erf_inv erfc lgamma
-digamma bessel_i1e acos acosh asin asinh atan atanh cosh sinh next_after polygamma zeta conj is_inf
-is_neg_inf is_pos_inf square
-""".split())
-REDUCING = frozenset("reduce reduce_window scatter select_and_scatter sort top_k cumsum cumprod cummax cummin".split())
+FREE = frozenset(["constant", "iota", "reshape", "transpose", "broadcast_in_dim", "broadcast", "slice", "dynamic_slice", "dynamic_update_slice", "concatenate", "pad", "convert", "bitcast_convert", "get_tuple_element", "tuple", "return", "reverse", "optimization_barrier", "gather", "real_dynamic_slice", "get_dimension_size", "copy", "after_all", "partition_id", "replica_id", "create_token", "dynamic_reshape", "dynamic_broadcast_in_dim", "dynamic_iota", "dynamic_pad"])
+ELEMENTWISE = frozenset(["add", "subtract", "multiply", "divide", "remainder", "negate", "abs", "sign", "maximum", "minimum", "power", "sqrt", "rsqrt", "cbrt", "exponential", "exponential_minus_one", "log", "log_plus_one", "tanh", "logistic", "sine", "cosine", "tan", "atan2", "floor", "ceil", "round_nearest_afz", "round_nearest_even", "is_finite", "select", "clamp", "and", "or", "not", "xor", "compare", "shift_left", "shift_right_logical", "shift_right_arithmetic", "popcnt", "count_leading_zeros", "real", "imag", "complex", "reduce_precision", "erf", "erf_inv", "erfc", "lgamma", "digamma", "bessel_i1e", "acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh", "next_after", "polygamma", "zeta", "conj", "is_inf", "is_neg_inf", "is_pos_inf", "square"])
+REDUCING = frozenset(["reduce", "reduce_window", "scatter", "select_and_scatter", "sort", "top_k", "cumsum", "cumprod", "cummax", "cummin"])
 MATMUL = frozenset({"dot_general", "dot", "convolution"})
 
 
@@ -77,7 +65,7 @@ def matmul_flops(op: ir.Operation) -> int:
         text = str(op)
         dn = re.search(r"dim_numbers\s*=\s*\[[^\]]*\]x\[([^\]]*)\]", text)
         kernel_dims = [d.strip() for d in dn[1].split(",")] if dn else []
-        per = math.prod(s for d, s in zip(kernel_dims, rhs) if d != "o") if kernel_dims else math.prod(rhs[1:])
+        per = math.prod(s for d, s in zip(kernel_dims, rhs, strict=False) if d != "o") if kernel_dims else math.prod(rhs[1:])
         return 2 * out * per
     lhs = _shape(op.operands[0].type)
     if name == "dot":

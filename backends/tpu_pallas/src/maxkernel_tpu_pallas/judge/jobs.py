@@ -11,7 +11,8 @@ The candidate's jobs are ``trace_job.py`` (its sandbox) and ``check_job.py``
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import jax
 import numpy as np

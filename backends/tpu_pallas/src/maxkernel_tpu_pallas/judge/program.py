@@ -62,8 +62,8 @@ def _evaluate(closed, args, counter) -> list[Any]:
     def read(v):
         return v.val if isinstance(v, jex_core.Literal) else env[v]
 
-    env.update(zip(jaxpr.constvars, closed.consts))
-    env.update(zip(jaxpr.invars, args))
+    env.update(zip(jaxpr.constvars, closed.consts, strict=False))
+    env.update(zip(jaxpr.invars, args, strict=False))
     for eqn in jaxpr.eqns:
         ins = [read(v) for v in eqn.invars]
         if eqn.primitive.name == "pallas_call":
@@ -74,7 +74,7 @@ def _evaluate(closed, args, counter) -> list[Any]:
                 outs = eqn.primitive.bind(*ins, **eqn.primitive.get_bind_params(params))
         if not eqn.primitive.multiple_results:
             outs = [outs]
-        for var, out in zip(eqn.outvars, outs):
+        for var, out in zip(eqn.outvars, outs, strict=False):
             env[var] = out
     return [read(v) for v in jaxpr.outvars]
 

@@ -21,7 +21,8 @@ import os
 import threading
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import jax
 import numpy as np
@@ -131,6 +132,8 @@ def run_trace(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: 
     if patched:
         return
     sizes = [{"shapes": job["full_shapes"], "static": job["static_full"]}, *job["check_sizes"]]
+    if job.get("describe_only"):  # a fit check: the full size's kernels are all it needs
+        sizes = sizes[:1]
     traced = []
     for index, spec in enumerate(sizes):
         stage("trace" if index == 0 else f"trace, check size {index}")
@@ -147,7 +150,7 @@ def run_trace(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: 
     if left or patched:
         return
     _describe_for_cost_model(traced[0], job["target"], emit)
-    if stats["pallas_calls"] == 0 or stats["callbacks"]:
+    if job.get("describe_only") or stats["pallas_calls"] == 0 or stats["callbacks"]:
         return  # the parent rejects it; exporting would only waste time
     _export(traced, job["target"], source, emit, stage)
 

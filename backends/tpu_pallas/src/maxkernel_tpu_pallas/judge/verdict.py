@@ -13,7 +13,7 @@ import signal
 from typing import Any
 
 import numpy as np
-from maxkernel_core import Candidate, CheckResult, EvalStatus, Evaluation, Profile, Task, TestReport
+from maxkernel_core import Candidate, CheckResult, CompileError, EvalStatus, Evaluation, Profile, Task, TestReport
 
 from ..profiling.costmodel import estimate as cost_estimate
 from ..profiling.costmodel import with_glue
@@ -60,7 +60,9 @@ class Verdict:
         outcome = self.outcome
         if outcome is not None and outcome.log_tail and status in (EvalStatus.CRASHED, EvalStatus.TIMEOUT):
             self.details["log_tail"] = outcome.log_tail[-1500:]
-        return Evaluation(self.cand.id, status, reason, tuple(self.checks), self.details, target=self.target, **extra)
+        estimate = None if self.estimate is None else profile_record(self.cand.id, self.estimate, self.ref.xla_seconds)
+        return Evaluation(self.cand.id, status, reason, tuple(self.checks), self.details, target=self.target,
+                          estimate=estimate, **extra)
 
     def _ended_badly(self, outcome: JobOutcome, who: str) -> Evaluation | None:
         error = outcome.last("error")
@@ -156,7 +158,8 @@ class Verdict:
         name = "tpu_compile" if header["name"] == "compile" else "export"
         self.checks.append(CheckResult(name, False, err["message"], {"error": err}, header.get("seconds")))
         what = f"TPU compile for {self.target}" if name == "tpu_compile" else "exporting the traced program"
-        return self.done(EvalStatus.COMPILE_ERROR, f"{what} failed{line}: {err['message']}")
+        error = CompileError(err.get("kind") or "lowering", err["message"], err.get("line"))
+        return self.done(EvalStatus.COMPILE_ERROR, f"{what} failed{line}: {err['message']}", compile_error=error)
 
     # --- the checker: facts from the exported program ------------------------------------
 
@@ -301,15 +304,16 @@ class Verdict:
         details["timing"]["xplane"] = kept
         self.checks.append(CheckResult("timing", True, f"median {header['median_s'] * 1e6:.1f} us over {header['runs']} runs"))
         measured = {**details["timing"], "cost_model": details.get("cost_model")}
-        model = details.get("cost_model") or {}
-        if model.get("seconds") and model.get("roofline_fraction"):
+        est, fraction = self.estimate, None
+        if est is not None and est.seconds and est.roofline_fraction:
             # The roofline's floor (every byte once, every FLOP at peak) over the measured time.
-            measured["roofline_fraction"] = model["seconds"] * model["roofline_fraction"] / header["median_s"]
-            measured["arithmetic_intensity"] = model.get("arithmetic_intensity")
-        diagnosis = tuple((details.get("cost_model") or {}).get("diagnosis", ()))
+            fraction = est.seconds * est.roofline_fraction / header["median_s"]
+        diagnosis = tuple(diagnose(est)) if est is not None else ()
         ref_s = (ref.timing or {}).get("median_s")
         return Profile(self.cand.id, "device_trace", False, header["median_s"], ref_s, diagnosis=diagnosis,
-                       details=measured), None
+                       details=measured, roofline_fraction=fraction,
+                       arithmetic_intensity=est.arithmetic_intensity if est is not None else None,
+                       fits_memory=est.fits_vmem if est is not None else None), None
 
 
 def keep_trace(candidate_id: str, payload: list[np.ndarray]) -> str | None:

@@ -185,7 +185,7 @@ def kernel_cost(desc: dict[str, Any], chip: dict[str, Any], consts: dict[str, An
 
     semantics = desc.get("dimension_semantics") or []
     cores = int(chip.get("cores_per_device", 1))
-    parallel_extent = math.prod(g for g, s in zip(desc["grid"], semantics) if s == "parallel") if semantics else 1
+    parallel_extent = math.prod(g for g, s in zip(desc["grid"], semantics, strict=False) if s == "parallel") if semantics else 1
     cores_used = min(cores, parallel_extent) if cores > 1 else 1
 
     hbm = sum(o.hbm_bytes for o in operands)

@@ -104,4 +104,5 @@ def as_details(est: CostEstimate, xla_seconds: float | None) -> dict[str, Any]:
 def profile_record(candidate_id: str, est: CostEstimate, xla_seconds: float | None) -> Profile:
     """The profiler role's record for a cost-model estimate (``estimated=True``, always)."""
     return Profile(candidate_id, "cost_model", True, est.seconds, xla_seconds, est.bound, tuple(diagnose(est)),
-                   as_details(est, xla_seconds))
+                   as_details(est, xla_seconds), roofline_fraction=est.roofline_fraction,
+                   arithmetic_intensity=est.arithmetic_intensity, fits_memory=est.fits_vmem)

@@ -8,6 +8,7 @@ what makes a spare "warm"), then say ``ready`` and serve jobs.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import resource
@@ -42,10 +43,9 @@ def set_idle_priority(idle: bool) -> None:
     """
     policy = os.SCHED_IDLE if idle else os.SCHED_OTHER
     for tid in os.listdir("/proc/self/task"):
-        try:
+        # not permitted (an unprivileged user leaving SCHED_IDLE): run as we are
+        with contextlib.suppress(OSError):
             os.sched_setscheduler(int(tid), policy, os.sched_param(0))
-        except OSError:
-            pass  # not permitted (an unprivileged user leaving SCHED_IDLE): run as we are
 
 
 def main(argv: list[str]) -> None:

@@ -121,29 +121,18 @@ def _describe_batch(a: Analysis, point: dict[str, int]) -> dict[str, Any]:
             "body": {"dots": [], "elementwise": 0, "transcendental": 0}, "repeat": 1}
 
 
-#: Share of the scoped VMEM limit the blocks may take: Mosaic keeps internal scratch beside them, so
-#: blocks that take the whole limit fail to compile (8p's 1024x4096 by 4096x2048 bf16 point: 64.0 of
-#: 64 MiB), while 57 of 64 MiB compile (the full-row f32 GEMM epilogues, 21k and others).
-VMEM_HEADROOM = 15 / 16
-
-
-def fits(est) -> bool:
-    """Whether every kernel's blocks leave Mosaic its headroom under the scoped limit."""
-    return all(k.vmem_bytes <= VMEM_HEADROOM * k.vmem_limit_bytes for k in est.kernels)
-
-
 def rank(a: Analysis, dtype: str, chip: dict[str, Any], target: str, vmem_limit: int):
     """Every point of the space with its estimate, fastest first; points over VMEM (with headroom) last."""
-    from maxkernel_tpu_pallas.profiling.costmodel import estimate
+    from maxkernel_tpu_pallas.api import estimate, fits_vmem
 
     keys = list(space(a, dtype))
-    points = [dict(zip(keys, values)) for values in _product([space(a, dtype)[k] for k in keys])]
+    points = [dict(zip(keys, values, strict=False)) for values in _product([space(a, dtype)[k] for k in keys])]
     ranked = []
     for point in points:
         point = {**point, **_fixed(a, vmem_limit)}
         kernels = describe(a, point, dtype)
         est = estimate(kernels if isinstance(kernels, list) else [kernels], chip, target)
-        ranked.append((not fits(est), est.seconds, point, est))
+        ranked.append((not fits_vmem(est), est.seconds, point, est))
     ranked.sort(key=lambda r: (r[0], r[1]))
     return [(point, est) for _, _, point, est in ranked]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..analysis import ELEMENTWISE, Declined, Program, flatten
+from ..ir import ELEMENTWISE, Declined, Program, flatten
 from .axes import Vars
 from .symbols import (
     Coord,
@@ -50,7 +50,7 @@ class Interpreter:
         self.vars = Vars()
 
     def run(self, program: Program, args: list[Val]) -> list[Val]:
-        env: dict[str, Val] = dict(zip(program.inputs, args))
+        env: dict[str, Val] = dict(zip(program.inputs, args, strict=False))
 
         def val(x) -> Val:
             if isinstance(x, str):
@@ -59,7 +59,7 @@ class Interpreter:
 
         for eqn in program.eqns:
             outs = self.eqn(eqn, [val(x) for x in eqn.inputs])
-            env.update(zip(eqn.outputs, outs))
+            env.update(zip(eqn.outputs, outs, strict=False))
         return [val(o) for o in program.outputs]
 
     # -- helpers
@@ -178,11 +178,11 @@ class Interpreter:
             if len(gi) == 1:
                 var = src[0]
             else:
-                var = self.vars.merge([a if a is not None else self.vars.new(v.shape[i]) for a, i in zip(src, gi)])
+                var = self.vars.merge([a if a is not None else self.vars.new(v.shape[i]) for a, i in zip(src, gi, strict=False)])
             if len(gj) == 1:
                 axes[gj[0]] = var
             else:
-                for j, sub in zip(gj, self.vars.split(var, [shape[j] for j in gj])):
+                for j, sub in zip(gj, self.vars.split(var, [shape[j] for j in gj]), strict=False):
                     axes[j] = sub
         return Val(v.node, shape, tuple(axes))
 
@@ -200,7 +200,7 @@ class Interpreter:
             raise Declined("a matmul with a position-only operand")
         (lc, rc), (lb, rb) = dims
         contract = []
-        for i, j in zip(lc, rc):
+        for i, j in zip(lc, rc, strict=False):
             a, b = lhs.axes[i], rhs.axes[j]
             if a is None or b is None:
                 if lhs.shape[i] == 1:
@@ -208,7 +208,7 @@ class Interpreter:
                 raise Declined("a matmul contracts over a broadcast axis")
             contract.append(self.vars.unify(a, b))
         batch = []
-        for i, j in zip(lb, rb):
+        for i, j in zip(lb, rb, strict=False):
             a, b = lhs.axes[i], rhs.axes[j]
             batch.append(self.vars.unify(a, b) if a is not None and b is not None else (a if a is not None else b))
         lfree = [lhs.axes[i] for i in range(len(lhs.shape)) if i not in lc and i not in lb]
@@ -229,7 +229,7 @@ class Interpreter:
         for v in ins[nc:]:
             if v.static:
                 first = Lit(0, "int32") if t is None else Coord(t)
-                node = substitute(v.node, lambda i: first if i == 0 else Pos(i - 1))
+                node = substitute(v.node, lambda i, first=first: first if i == 0 else Pos(i - 1))
                 sliced.append(Val(node, v.shape[1:], None))
                 continue
             if v.axes[0] is not None and t is not None:

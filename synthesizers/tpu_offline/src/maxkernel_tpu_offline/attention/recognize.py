@@ -4,83 +4,11 @@ from __future__ import annotations
 
 import math
 
-from attrs import define, field
-
-from ..analysis import Declined, Program
+from ..ir import Declined, Program
+from .emit import Emitter
 from .interpreter import Interpreter
+from .spec import AttentionSpec, Clause, Operand, _is_neg, _strip
 from .symbols import Coord, Dot, In, Lit, Node, Op, Pos, Reduce, Val, walk
-
-#: a fill value at or below this (or -inf) masks a score out
-NEG_THRESHOLD = -1e9
-
-
-@define
-class Operand:
-    """One array the kernel reads or writes, as the kernel sees it."""
-
-    role: str  # q | k | v | bias | out
-    input: int  # position among the reference's arguments (-1 for the output)
-    roles: list[tuple]  # per array axis: ("grid", g, part) | ("q",) | ("k",) | ("d",) | ("e",) | ("one",)
-    dtype: str
-    shape: tuple[int, ...]
-
-
-@define
-class Clause:
-    """``a * q + b * k + c >= 0`` over the query and key positions."""
-
-    a: int
-    b: int
-    c: int
-
-
-@define
-class AttentionSpec:
-    operands: list[Operand]
-    grid: list[tuple[int, int]]  # (q axis holding the grid axis, extent at full size)
-    sq: int
-    sk: int
-    d: int
-    e: int
-    q_lines: list[str]
-    k_lines: list[str]
-    v_lines: list[str]
-    score_lines: list[str]
-    out_lines: list[str]
-    dot1_dtype: str
-    p_dtype: str
-    dot2_dtype: str
-    out_dtype: str
-    clauses: list[Clause]
-    skip: bool  # fully masked blocks may be skipped (and the k blocks clamped)
-    constants: list[float]  # the numbers in the lines, in order ({c0}, {c1}, ...)
-    features: list[str] = field(factory=list)
-    n_score_ops: int = 0
-    #: Python conditions on the block bounds q_lo, q_hi, k_lo, k_hi (with placeholders): some key visible,
-    #: every key visible; and the first and last visible key of a query block (from q_lo, q_hi), or None
-    visible: str = "True"
-    full: str = "False"
-    k_first: str | None = None
-    k_last: str | None = None
-
-    def operand(self, role: str) -> Operand:
-        return next(o for o in self.operands if o.role == role)
-
-    @property
-    def biases(self) -> list[Operand]:
-        return [o for o in self.operands if o.role == "bias"]
-
-
-def _strip(node: Node) -> Node:
-    while isinstance(node, Op) and node.prim == "convert_element_type":
-        node = node.args[0]
-    return node
-
-
-def _is_neg(node: Node) -> bool:
-    node = _strip(node)
-    return isinstance(node, Lit) and "float" in node.dtype and float(node.value) <= NEG_THRESHOLD
-
 
 class Recognizer:
     def __init__(self, interp: Interpreter, program: Program, out: Val, input_vals: list[Val]):
@@ -128,12 +56,11 @@ class Recognizer:
         if not isinstance(node, Dot):
             raise Declined("the output is not a matmul of softmax weights with v")
         dot2 = node
-        for p_side, v_side in ((dot2.lhs, dot2.rhs), (dot2.rhs, dot2.lhs)):
-            weights = self._weights(p_side, norm_after)
-            if weights is not None:
-                break
-        else:
+        sides = ((dot2.lhs, dot2.rhs), (dot2.rhs, dot2.lhs))
+        found = next(((p, v, w) for p, v in sides if (w := self._weights(p, norm_after)) is not None), None)
+        if found is None:
             raise Declined("no softmax (exp(s - max) / sum exp) feeds the second matmul")
+        p_side, v_side, weights = found
         _, keys_reduce, scores = weights
         keys = frozenset(x for v in keys_reduce for x in self.L(v))
         contracted = frozenset(x for v in dot2.contract for x in self.L(v))
@@ -220,7 +147,7 @@ class Recognizer:
         d_axes = [ax for ax in q_axes if ax and set(ax) <= contract1]
         if len(d_axes) != 1 or set(d_axes[0]) != contract1:
             raise Declined("the head dim q·kᵀ contracts over is not one axis of q")
-        out_deps = self.deps(self.out.node)
+        self.deps(self.out.node)
         e_leaves = frozenset(x for ax in v_axes for x in ax) - keys - frozenset(x for ax in q_axes for x in ax)
         e_axes = [ax for ax in v_axes if ax and set(ax) <= e_leaves]
         if len(e_axes) != 1 or set(e_axes[0]) != e_leaves:
@@ -299,7 +226,6 @@ class Recognizer:
         if any(o.input in (ops[0].input, ops[1].input, ops[2].input) for o in ops if o.role == "bias"):
             raise Declined("a bias is read from q, k or v")
 
-        from .emit import Emitter  # here, not at the top: emit.py imports this module
         emitter = Emitter(self, q_axis, keys_t, grid_axes, {id(b): f"b{i}" for i, b in enumerate(seen_bias)})
         q_lines, qn = emitter.prologue(q_node, q_in, "q")
         k_lines, kn = emitter.prologue(k_node, k_in, "k")
@@ -355,5 +281,5 @@ class Recognizer:
 
 def _clause_text(c: Clause) -> str:
     terms = [f"{'' if abs(x) == 1 else abs(x)}{n}" if x else "" for x, n in ((c.a, "q"), (c.b, "k"))]
-    lhs = " + ".join(t if x > 0 else f"-{t}" for t, x in zip(terms, (c.a, c.b)) if x) or "0"
+    lhs = " + ".join(t if x > 0 else f"-{t}" for t, x in zip(terms, (c.a, c.b), strict=False) if x) or "0"
     return f"{lhs} >= {-c.c}".replace("+ -", "- ")

@@ -26,18 +26,16 @@ def template(name: str) -> Template:
     return Template(resources.files(__package__).joinpath("prompts", f"{name}.md").read_text())
 
 
+CACHE = "maxkernel-agents"
+
+
 def _shared(task, ctx) -> dict[str, str]:
     """The task description and the backend's knowledge, computed once per run."""
-    if "task_prompt" not in ctx.extras:
-        ctx.extras["task_prompt"] = ctx.backend.task_prompt(task)
-        ctx.extras["knowledge"] = ctx.backend.knowledge(task, target=ctx.config.target,
-                                                        budget_chars=KNOWLEDGE_BUDGET_CHARS)
-    return {"task": ctx.extras["task_prompt"], "knowledge": ctx.extras["knowledge"], "task_id": task.id}
-
-
-def _prompted(ctx, role: str) -> bool:
-    """Whether this role's provider takes prompts (the offline synthesizer answers roles itself)."""
-    return ctx.llm_for(role).provider.takes_prompts
+    cache = ctx.cache(CACHE)
+    if "task_prompt" not in cache:
+        cache["task_prompt"] = ctx.backend.task_prompt(task)
+        cache["knowledge"] = ctx.backend.knowledge(task, target=ctx.config.target, budget_chars=KNOWLEDGE_BUDGET_CHARS)
+    return {"task": cache["task_prompt"], "knowledge": cache["knowledge"], "task_id": task.id}
 
 
 def _ask(ctx, role: str, prompt: str, shared: dict[str, str]):
@@ -73,13 +71,11 @@ def _profile_text(profile) -> str:
 
 @hookimpl(trylast=True)
 def agent_plan(task, history, ctx) -> Plan | None:
-    if not _prompted(ctx, "plan"):
-        return None
     shared = _shared(task, ctx)
     prompt = template("plan").safe_substitute(shared, history=_history(history), profile=_profile_text(ctx.profile))
-    if ctx.extras.get("feedback"):  # a person's instructions (human-in-the-loop), newest last
+    if ctx.feedback:  # a person's instructions (human-in-the-loop), newest last
         prompt += "\n\n# Instructions from the engineer (follow them)\n\n" + "\n".join(
-            f"- {line}" for line in ctx.extras["feedback"])
+            f"- {line}" for line in ctx.feedback)
     reply = _ask(ctx, "plan", prompt, shared)
     data = extract_json(reply.text) or {}
     prose = reply.text.split("```")[0].strip() or reply.text.strip()[:2000]
@@ -90,8 +86,6 @@ def agent_plan(task, history, ctx) -> Plan | None:
 
 @hookimpl(trylast=True)
 def agent_implement(task, plan, ctx) -> Candidate | None:
-    if not _prompted(ctx, "implement"):
-        return None
     shared = _shared(task, ctx)
     plan_text = plan.summary + ("\n\n" + "\n".join(f"- {k}: {v}" for k, v in plan.decisions.items())
                                 if plan.decisions else "")
@@ -108,17 +102,15 @@ def _checks_text(evaluation) -> str:
     for check in evaluation.checks:
         mark = "pass" if check.passed else "FAIL"
         lines.append(f"- {check.name}: {mark} {check.message[:600]}")
-    model = evaluation.details.get("cost_model") or {}
-    if model.get("diagnosis"):
+    estimate = evaluation.estimate
+    if estimate is not None and estimate.diagnosis:
         lines.append("Cost model (estimate):")
-        lines.extend(f"- {line}" for line in model["diagnosis"])
+        lines.extend(f"- {line}" for line in estimate.diagnosis)
     return "\n".join(lines)
 
 
 @hookimpl(trylast=True)
 def agent_debug(task, candidate, evaluation, attempts, ctx) -> Candidate | None:
-    if not _prompted(ctx, "debug"):
-        return None
     shared = _shared(task, ctx)
     earlier = ""
     previous = [a for a in attempts if a.candidate.id != candidate.id]

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..analysis import Declined
 from ..emit import BINARY, UNARY, literal
-from .recognize import Clause, Recognizer, _is_neg, _strip
+from ..ir import Declined
+from .spec import Clause, _is_neg, _strip
 from .symbols import Coord, Dot, In, Lit, Node, Op, Pos, Reduce, _jnp_dtype, walk
+
+if TYPE_CHECKING:
+    from .recognize import Recognizer
 
 
 class Emitter:
@@ -25,7 +28,7 @@ class Emitter:
 
     def num(self, value) -> str:
         self.constants.append(value)
-        return "{c%d}" % (len(self.constants) - 1)
+        return f"{{c{len(self.constants) - 1}}}"
 
     def lit(self, node: Lit) -> str:
         text = literal(node.value)
@@ -186,9 +189,9 @@ class Emitter:
             forms = [self.affine(a) if "int" in a.dtype else None for a in p.args]
             if None in forms or any(set(f[0]) - {"qpos", "kpos"} for f in forms):
                 return None
-            (l, lc), (r, rc) = forms
-            a = l.get("qpos", 0) - r.get("qpos", 0)
-            b = l.get("kpos", 0) - r.get("kpos", 0)
+            (left, lc), (right, rc) = forms
+            a = left.get("qpos", 0) - right.get("qpos", 0)
+            b = left.get("kpos", 0) - right.get("kpos", 0)
             c = lc - rc
             op = {"ge": "lt", "gt": "le", "le": "gt", "lt": "ge"}[p.prim] if neg else p.prim
             if op == "ge":

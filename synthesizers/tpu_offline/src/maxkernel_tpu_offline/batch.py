@@ -13,11 +13,9 @@ every grid step whole.
 
 from __future__ import annotations
 
-from .analysis import Declined, Program
+from .ir import Declined, Program
 
-ELEMENTWISE_LIKE = frozenset("""add sub mul div max min pow atan2 rem neg exp exp2 log log1p expm1 tanh logistic sqrt
-rsqrt abs sign erf erfc floor ceil round sin cos tan is_finite not and or eq ne lt le gt ge integer_pow square select_n
-convert_element_type clamp erf_inv copy copy_p stop_gradient""".split())
+ELEMENTWISE_LIKE = frozenset(["add", "sub", "mul", "div", "max", "min", "pow", "atan2", "rem", "neg", "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sqrt", "rsqrt", "abs", "sign", "erf", "erfc", "floor", "ceil", "round", "sin", "cos", "tan", "is_finite", "not", "and", "or", "eq", "ne", "lt", "le", "gt", "ge", "integer_pow", "square", "select_n", "convert_element_type", "clamp", "erf_inv", "copy", "copy_p", "stop_gradient"])
 REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin", "cumsum",
                         "cummax", "cumlogsumexp"})
 

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import math
 
-from ..analysis import Declined, Program
+from ..ir import Declined, Program
 from ..emit import literal
 from .interpreter import Interpreter, count_dots
-from .recognize import AttentionSpec, Clause, Operand, Recognizer
+from .recognize import Recognizer
+from .spec import AttentionSpec, Clause, Operand
 from .symbols import In, Val
 
 __all__ = ["AttentionSpec", "Clause", "Operand", "analyse_attention", "bind_sizes", "count_dots", "literal_texts"]
@@ -77,7 +78,7 @@ def bind_sizes(full: AttentionSpec, small: AttentionSpec) -> list[str]:
             if m != n:
                 options.append((f"({n} - {m})", lambda d, n=n, m=m: d[n] - d[m]))
     texts = []
-    for a, b in zip(full.constants, small.constants):
+    for a, b in zip(full.constants, small.constants, strict=False):
         if a == b or (isinstance(a, float) and math.isclose(a, b, rel_tol=1e-6)):
             texts.append(literal(a))
             continue

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .analysis import Declined, Eqn
+from .ir import Declined, Eqn
 
 BINARY = {"add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
           "max": "jnp.maximum({0}, {1})", "min": "jnp.minimum({0}, {1})", "pow": "jnp.power({0}, {1})",

@@ -108,7 +108,7 @@ def substitute(node: Node, mapping) -> Node:
             memo[id(n)] = mapping(n.i)
         elif isinstance(n, Op):
             args = tuple(memo[id(a)] for a in n.args)
-            memo[id(n)] = n if all(a is b for a, b in zip(args, n.args)) else _op(n.prim, args, n.params, n.dtype)
+            memo[id(n)] = n if all(a is b for a, b in zip(args, n.args, strict=False)) else _op(n.prim, args, n.params, n.dtype)
         else:
             memo[id(n)] = n
     return memo[id(node)]

@@ -113,7 +113,7 @@ def _conv_on_kernel(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dila
         out = _transposed_conv(x, w, padding, lhs_dilation, feature_group_count, out_dtype)
     else:
         zero = jnp.zeros((), x.dtype)  # dilation (of a transposed convolution) is interior padding
-        x = lax.pad(x, zero, [(0, 0, 0), *[(lo, hi, d - 1) for (lo, hi), d in zip(padding, lhs_dilation)], (0, 0, 0)])
+        x = lax.pad(x, zero, [(0, 0, 0), *[(lo, hi, d - 1) for (lo, hi), d in zip(padding, lhs_dilation, strict=False)], (0, 0, 0)])
         out = _im2col_conv(x, w, window_strides, rhs_dilation, feature_group_count, out_dtype)
     # out_spec says where batch, feature and each spatial dim sit in the result.
     order = [0, nsp + 1, *range(1, nsp + 1)]
@@ -135,8 +135,8 @@ def _im2col_conv(x, w, strides, rhs_dilation, groups, out_dtype):
         return parts.reshape(n, *parts.shape[2:])
     taps = []
     for tap in itertools.product(*[range(k) for k in window]):
-        start = [0, *[t * r for t, r in zip(tap, rhs_dilation)], 0]
-        limit = [x.shape[0], *[s + (o - 1) * st + 1 for s, o, st in zip(start[1:], out_sp, strides)], x.shape[-1]]
+        start = [0, *[t * r for t, r in zip(tap, rhs_dilation, strict=False)], 0]
+        limit = [x.shape[0], *[s + (o - 1) * st + 1 for s, o, st in zip(start[1:], out_sp, strides, strict=False)], x.shape[-1]]
         taps.append(lax.slice(x, start, limit, (1, *strides, 1)))
     c, o = x.shape[-1], w.shape[-1]
     positions, t = n * math.prod(out_sp), len(taps)
@@ -160,7 +160,7 @@ def _transposed_conv(x, w, padding, dilation, groups, out_dtype):
     window = w.shape[:nsp]
     out_sp = [p[0] + (x.shape[1 + i] - 1) * dilation[i] + 1 + p[1] - window[i] + 1 for i, p in enumerate(padding)]
     parts = []  # (output index of the class, its outputs), residues in lexicographic order
-    for residues in itertools.product(*[range(min(s, o)) for s, o in zip(dilation, out_sp)]):
+    for residues in itertools.product(*[range(min(s, o)) for s, o in zip(dilation, out_sp, strict=False)]):
         crop, taps, index = [(0, 0, 0)], [], [slice(None)]
         for i, r in enumerate(residues):
             s, lo, k, n = dilation[i], padding[i][0], window[i], x.shape[1 + i]
@@ -170,12 +170,12 @@ def _transposed_conv(x, w, padding, dilation, groups, out_dtype):
             crop.append((-c, c + count + q - 1 - n, 0))  # negative padding crops
             taps.append(slice(t0, k, s))
             index.append(slice(r, None, s))
-        if any(t.start >= k for t, k in zip(taps, window)):
+        if any(t.start >= k for t, k in zip(taps, window, strict=False)):
             continue  # no tap lands on an input element: these outputs stay zero
         part = lax.pad(x, jnp.zeros((), x.dtype), [*crop, (0, 0, 0)])
         parts.append((index, _im2col_conv(part, w[tuple(taps)], (1,) * nsp, (1,) * nsp, groups, out_dtype)))
     shape = (x.shape[0], *out_sp, w.shape[-1])
-    if len(parts) == math.prod(dilation) and all(o % s == 0 for o, s in zip(out_sp, dilation)):
+    if len(parts) == math.prod(dilation) and all(o % s == 0 for o, s in zip(out_sp, dilation, strict=False)):
         # Every class has the same extent: interleave by a reshape (no scatter, no zero-filled copies).
         stacked = jnp.stack([cls for _, cls in parts]).reshape(*dilation, *parts[0][1].shape)
         perm = [nsp, *[a for i in range(nsp) for a in (nsp + 1 + i, i)], 2 * nsp + 1]
@@ -193,8 +193,8 @@ def _run_with_kernels(jaxpr, consts, args):
     def read(v):
         return v.val if type(v).__name__ == "Literal" else env[v]
 
-    env.update(zip(jaxpr.constvars, consts))
-    env.update(zip(jaxpr.invars, args))
+    env.update(zip(jaxpr.constvars, consts, strict=False))
+    env.update(zip(jaxpr.invars, args, strict=False))
     for eqn in jaxpr.eqns:
         ins, p, name = [read(v) for v in eqn.invars], eqn.params, eqn.primitive.name
         out_dtype = eqn.outvars[0].aval.dtype
@@ -221,7 +221,7 @@ def _run_with_kernels(jaxpr, consts, args):
             subfuns, params = params if isinstance(params, tuple) else ((), params)  # older JAX: (subfuns, params)
             outs = eqn.primitive.bind(*subfuns, *ins, **params)
             outs = outs if eqn.primitive.multiple_results else [outs]
-        env.update(zip(eqn.outvars, outs))
+        env.update(zip(eqn.outvars, outs, strict=False))
     return [read(v) for v in jaxpr.outvars]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..analysis import Declined
+from ..ir import Declined
 
 
 class Vars:
@@ -40,7 +40,7 @@ class Vars:
                 la = [y for x in self._refine(la, pieces) for y in x]
                 lb = [y for x in self._refine(lb, pieces) for y in x]
             self.parent[b] = a
-            for x, y in zip(la, lb):
+            for x, y in zip(la, lb, strict=False):
                 self.unify(x, y)
             return self.find(a)
         if cb is not None:

@@ -21,131 +21,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import jax
-import numpy as np
-from attrs import define, field
-from jax.extend import core as jex_core
+from attrs import define
 
-INLINE = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "custom_jvp_call": "call_jaxpr",
-          "custom_vjp_call": "call_jaxpr", "custom_vjp_call_jaxpr": "fun_jaxpr", "remat": "jaxpr",
-          "checkpoint": "jaxpr"}
-ELEMENTWISE = frozenset("""add sub mul div max min pow atan2 rem neg exp exp2 log log1p expm1 tanh logistic sqrt rsqrt
-abs sign erf erfc floor ceil round sin cos tan is_finite not and or eq ne lt le gt ge integer_pow square select_n
-convert_element_type clamp erf_inv""".split())
-SHAPE_ONLY = frozenset({"broadcast_in_dim", "reshape", "squeeze", "expand_dims", "copy", "copy_p", "stop_gradient"})
-LAST_AXIS_REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "argmax", "argmin"})
-
-
-class Declined(Exception):
-    """No template fits this computation; the message says why (for the user and the coverage table)."""
-
-
-@define
-class Eqn:
-    prim: str
-    inputs: list[Any]  # Var ids (str) or literal values
-    outputs: list[str]
-    params: dict[str, Any]
-    out_shapes: list[tuple[int, ...]]
-    out_dtypes: list[str]
-    #: input position -> Python expression, for literals that depend on the input size (jnp.mean's 1/D)
-    literal_exprs: dict[int, str] = field(factory=dict)
-
-
-@define
-class Program:
-    """The reference flattened to one list of equations over named values."""
-
-    inputs: list[str]
-    outputs: list[str]
-    eqns: list[Eqn]
-    shapes: dict[str, tuple[int, ...]] = field(factory=dict)
-    dtypes: dict[str, str] = field(factory=dict)
-    closed: Any = None  # the traced ClosedJaxpr (loop bodies intact), for the staged template
-
-
-def flatten(closed) -> Program:
-    """Inline nested calls so the templates see one straight-line program."""
-    counter = iter(range(1 << 30))
-    program = Program([], [], [])
-
-    def name_of(env, v):
-        if isinstance(v, jex_core.Literal):
-            return v.val
-        return env[v]
-
-    def fresh(v) -> str:
-        name = f"v{next(counter)}"
-        program.shapes[name] = tuple(int(d) for d in v.aval.shape)
-        program.dtypes[name] = str(v.aval.dtype)
-        return name
-
-    def walk(jaxpr, consts, args) -> list:
-        env = {}
-        for var, value in zip(jaxpr.constvars, consts):
-            if getattr(value, "shape", ()) not in ((), (1,)):
-                raise Declined("the reference closes over an array constant")
-            env[var] = float(value) if hasattr(value, "shape") else value
-        env.update(zip(jaxpr.invars, args))
-        for eqn in jaxpr.eqns:
-            name = eqn.primitive.name
-            ins = [name_of(env, v) for v in eqn.invars]
-            if name in INLINE and INLINE[name] in eqn.params:
-                sub = eqn.params[INLINE[name]]
-                inner, inner_consts = (sub.jaxpr, sub.consts) if hasattr(sub, "jaxpr") else (sub, ())
-                outs = walk(inner, inner_consts, ins)
-                env.update(zip(eqn.outvars, outs))
-                continue
-            outs = [fresh(v) for v in eqn.outvars]
-            program.eqns.append(Eqn(name, ins, outs, dict(eqn.params), [program.shapes[o] for o in outs],
-                                    [program.dtypes[o] for o in outs]))
-            env.update(zip(eqn.outvars, outs))
-        return [name_of(env, v) for v in jaxpr.outvars]
-
-    program.inputs = [fresh(v) for v in closed.jaxpr.invars]
-    program.outputs = walk(closed.jaxpr, closed.consts, program.inputs)
-    return program
-
-
-def trace_reference(fn, shapes, static) -> Program:
-    closed = jax.make_jaxpr(lambda *d: fn(*d, *static))(*shapes)
-    program = flatten(closed)
-    program.closed = closed
-    return program
-
-
-def bind_size_literals(full: Program, small: Program, dims_full: dict[str, int], dims_small: dict[str, int]) -> None:
-    """Mark literals of ``full`` whose value changes with the input size, as expressions of the dims.
-
-    The reference is traced at full size, so ``jnp.mean`` over D leaves a literal
-    ``8192.0`` that must read ``d`` at the small size. Comparing with a trace at the
-    small size finds every such literal; each must be a dim, its reciprocal, or a
-    product of two dims, else the computation is declined.
-    """
-    if len(full.eqns) != len(small.eqns):
-        raise Declined("the reference's program changes with the input size (it is not shape-generic)")
-    names = list(dims_full)
-    options = {n: (dims_full[n], dims_small[n]) for n in names}
-    options.update({f"{a} * {b}": (dims_full[a] * dims_full[b], dims_small[a] * dims_small[b])
-                    for i, a in enumerate(names) for b in names[i:]})
-    for eq_full, eq_small in zip(full.eqns, small.eqns):
-        if eq_full.prim != eq_small.prim:
-            raise Declined("the reference's program changes with the input size (it is not shape-generic)")
-        for pos, (lf, ls) in enumerate(zip(eq_full.inputs, eq_small.inputs)):
-            if isinstance(lf, str) or isinstance(ls, str) or float(lf) == float(ls):
-                continue
-            for expr, (vf, vs) in options.items():
-                if float(lf) == vf and float(ls) == vs:
-                    integer = np.issubdtype(np.asarray(lf).dtype, np.integer)  # an index offset stays an int
-                    eq_full.literal_exprs[pos] = f"({expr})" if integer else f"float({expr})"
-                    break
-                if float(lf) == 1.0 / vf and float(ls) == 1.0 / vs:
-                    eq_full.literal_exprs[pos] = f"(1.0 / ({expr}))"
-                    break
-            else:
-                raise Declined(f"a constant of {eq_full.prim} changes with the input size ({lf} at full size, {ls} "
-                               "at small size) in a way the synthesizer cannot express")
-
+from .attention import analyse_attention, count_dots
+from .batch import batched_inputs
+from .ir import ELEMENTWISE, LAST_AXIS_REDUCTIONS, SHAPE_ONLY, Declined, Eqn, Program
+from .staged import analyse_staged
 
 def _kind(shape: tuple[int, ...], rows: int, d: int) -> str:
     size = math.prod(shape)
@@ -206,10 +87,10 @@ def classify_rows(program: Program, eqns: list[Eqn], seeds: dict[str, str], rows
             reductions += 1
         elif eqn.prim not in ELEMENTWISE and eqn.prim not in SHAPE_ONLY:
             raise Declined(f"the reference uses {eqn.prim}, which the row-wise templates do not emit")
-        if eqn.prim == "reshape" and in_kinds[0] != out_kind and {in_kinds[0], out_kind} != {"rowred"}:
-            if not (in_kinds[0] in ("rowred", "scalar") and out_kind in ("rowred", "scalar")):
-                raise Declined(f"a reshape from {program.shapes[eqn.inputs[0]]} to {eqn.out_shapes[0]} moves data "
-                               "between rows")
+        if (eqn.prim == "reshape" and in_kinds[0] != out_kind and {in_kinds[0], out_kind} != {"rowred"}
+                and not (in_kinds[0] in ("rowred", "scalar") and out_kind in ("rowred", "scalar"))):
+            raise Declined(f"a reshape from {program.shapes[eqn.inputs[0]]} to {eqn.out_shapes[0]} moves data "
+                           "between rows")
         if len(eqn.outputs) != 1:
             raise Declined(f"{eqn.prim} has several outputs")
         kinds[eqn.outputs[0]] = out_kind
@@ -243,8 +124,6 @@ def analyse(program: Program) -> Analysis:
     try:
         return _specific(program)
     except Declined as specific:
-        from .batch import batched_inputs
-
         try:
             batched = batched_inputs(program)
         except Declined as fallback:
@@ -253,7 +132,7 @@ def analyse(program: Program) -> Analysis:
             except Declined as staged:
                 raise Declined(f"{specific}; no batch fallback: {fallback}; and no staged kernels: {staged}") from None
         out = program.shapes[program.outputs[0]]
-        kinds = {name: "batch" if b else "whole" for name, b in zip(program.inputs, batched)}
+        kinds = {name: "batch" if b else "whole" for name, b in zip(program.inputs, batched, strict=False)}
         return Analysis("batch", program, out[0], 0, kinds,
                         why=f"no specific template fits ({specific}); the leading axis (extent {out[0]}) is proven "
                             "independent, so each grid step runs the whole computation on a block of it")
@@ -261,8 +140,6 @@ def analyse(program: Program) -> Analysis:
 
 def analyse_staged_program(program: Program, why_not_fused: str) -> Analysis:
     """The last resort: matmuls and convolutions on Pallas kernels, the rest left to XLA (``staged.py``)."""
-    from .staged import analyse_staged
-
     if program.closed is None:
         raise Declined("the reference was not traced whole")
     spec = analyse_staged(program.closed)
@@ -278,8 +155,6 @@ def _specific(program: Program) -> Analysis:
     dots = [e for e in program.eqns if e.prim == "dot_general"]
     if any(e.prim == "conv_general_dilated" for e in program.eqns):
         raise Declined("a convolution (no fused template: convolutions are lowered by the staged one)")
-    from .attention import analyse_attention, count_dots
-
     n_dots = count_dots(program)
     if n_dots == 2:  # q·kᵀ and ·v, possibly inside a lax.map over query chunks
         try:

@@ -1,0 +1,94 @@
+"""The TPU Pallas backend's public API for other plugins: what a kernel generator may rely on.
+
+Everything here is documented in docs/architecture.md ("The backend's public API")
+and kept stable across releases; everything else in this package is internal. A
+generator (the offline synthesizer, a third party's tuner) uses it to read a
+task's reference the way the judge reads it, count its work by the judge's own
+rule, estimate a kernel with the judge's cost model, learn the chip's facts, and
+stay inside the judge's limits without copying them.
+
+Importing this module is cheap; jax is imported by the functions that need it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from maxkernel_core import Task
+
+from .judge.proof import MAX_GLUE_MATMUL_SHARE, MAX_GLUE_WORK_SHARE
+from .profiling.vmem import VMEM_HEADROOM
+from .targets import TARGETS, check_target
+
+__all__ = [
+    "MAX_GLUE_MATMUL_SHARE", "MAX_GLUE_WORK_SHARE", "TARGETS", "VMEM_HEADROOM", "check_target", "chip_facts",
+    "estimate", "fits_vmem", "load_reference", "reference_inputs", "scoped_vmem_limit", "vmem_capacity", "work_stats",
+]
+
+def load_reference(task: Task):
+    """The task's reference module, imported in this process as the judge's worker imports it.
+
+    Only trusted task code belongs here (a task is the user's own file, never a candidate).
+    """
+    from .judge.inputs import load_module
+
+    module_path = task.metadata["module"]
+    return load_module(module_path, f"maxkernel_reference_{abs(hash(module_path))}")
+
+
+def reference_inputs(task: Task, module, size: str = "full") -> tuple[list[Any], tuple]:
+    """(abstract dynamic inputs as ``jax.ShapeDtypeStruct``, static arguments) at ``size``; nothing is allocated."""
+    from .judge.inputs import abstract_full
+
+    return abstract_full(module, task.metadata, size=size)
+
+
+def work_stats(closed_jaxpr) -> dict[str, Any]:
+    """The judge's count of a traced program's work: matmul FLOPs and element-ops inside and outside kernels
+    (``kernel_flops``, ``glue_flops``, ``glue_elementwise``, ``glue_ops`` by primitive, ...)."""
+    from .judge.work import work_stats as count
+
+    return count(closed_jaxpr)
+
+
+def chip_facts(target: str) -> dict[str, Any]:
+    """The figures the cost model reads for ``target`` (bandwidth, peak rates, MXU shape), from the installed jax.
+
+    ``cores_per_device`` is 1: a generator running beside the orchestrator never opens a TPU topology.
+    """
+    from .targets import tpu_info
+
+    info = tpu_info(target)
+    chip = {k: getattr(info, k) for k in ("mem_bw_bytes_per_second", "bf16_ops_per_second", "int8_ops_per_second",
+                                          "fp8_ops_per_second", "mxu_column_size", "num_mxus")}
+    chip["cores_per_device"] = 1
+    return chip
+
+
+def vmem_capacity(target: str) -> int:
+    """The chip's VMEM in bytes."""
+    from .targets import tpu_info
+
+    return int(tpu_info(target).vmem_capacity_bytes)
+
+
+def scoped_vmem_limit(target: str) -> int:
+    """Mosaic's default scoped VMEM limit on ``target`` (what a kernel gets without ``vmem_limit_bytes``)."""
+    from .profiling.costmodel import generation_constants
+
+    return int(generation_constants(target)["vmem"]["default_scoped_limit_bytes"])
+
+
+def estimate(kernels: list[dict[str, Any]], chip: dict[str, Any], target: str):
+    """The judge's cost model on kernel descriptions (the format ``profiling/extract.py`` writes): a
+    ``CostEstimate`` with ``seconds``, ``bound`` and per-kernel ``vmem_bytes``. An estimate, never a measurement."""
+    from .profiling.costmodel import estimate as model
+
+    return model(kernels, chip, target)
+
+
+def fits_vmem(est) -> bool:
+    """Whether every kernel's blocks leave Mosaic its headroom (``VMEM_HEADROOM``) under the kernel's scoped limit."""
+    from .profiling.vmem import fits_vmem as fits
+
+    return fits(est)

@@ -1,0 +1,136 @@
+"""The offline synthesizer's plugin: it answers the planner, implementer and debugger roles when selected,
+and proposes the moves through its own templates' parameter spaces.
+
+It is selected like a provider (``--provider offline``, or ``llm.roles.<role>.provider``
+per role) and registers one so that the choice is validated and reported like any
+other; its ``complete`` is never reached, because when selected it always answers
+its roles itself: a plan, a candidate, or a :class:`~maxkernel_core.Decline`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from maxkernel_core import Candidate, Decline, LLMProvider, Move, Plan, Provenance, Readiness, hookimpl
+from maxkernel_core.errors import PluginError
+from maxkernel_core.llm import LLMError
+
+from .synthesis import NAME, Synthesis, synthesis
+
+# The orchestrator only traces references here; never let it claim a TPU the workers need.
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+
+
+class OfflineProvider(LLMProvider):
+    """The handle that selects the synthesizer for a role; it takes no prompts."""
+
+    name = NAME
+
+    def readiness(self) -> Readiness:
+        try:
+            import maxkernel_tpu_pallas.api  # noqa: F401
+        except ImportError:
+            return Readiness(False, "the offline synthesizer writes TPU Pallas kernels: install maxkernel-tpu-pallas")
+        return Readiness(True)
+
+    def complete(self, request):
+        raise LLMError("the offline synthesizer answers the plan, implement and debug roles itself and takes no "
+                       "prompts: choose a model provider for the roles that need one")
+
+
+@hookimpl
+def register_llm_providers(register):
+    register(OfflineProvider)
+
+
+def _selected(ctx, role: str) -> bool:
+    try:
+        return ctx.llm_for(role).provider.name == NAME
+    except PluginError:
+        return False
+
+
+def _key(params: dict[str, Any]) -> str:
+    return json.dumps(params, sort_keys=True)
+
+
+def _figures(s: Synthesis, point: dict[str, Any]) -> str:
+    est = s.estimate_of(point)
+    if est is None:
+        return "not in the cost model's ranking (a hand-edited point)"
+    return (f"estimated {est.seconds * 1e6:,.1f} us, {est.bound}-bound, VMEM "
+            f"{max(k.vmem_bytes for k in est.kernels) / 2**20:.1f} MiB (cost-model estimate)")
+
+
+@hookimpl
+def agent_plan(task, history, ctx):
+    """The cost model's best untried point; once a kernel is verified, the search is the strategy's."""
+    if not _selected(ctx, "plan"):
+        return None
+    s = synthesis(task, ctx)
+    if any(a.evaluation.ok for a in history):
+        return Decline("a kernel is verified: moving through its parameter space is the strategy's search "
+                       "(agent_neighbours proposes the moves)")
+    tried = {_key(s.complete(a.candidate.parameters)) for a in history}
+    untried = [p for p, _ in s.ranked if _key(p) not in tried]
+    if not untried:
+        return Decline("every point of the template's space has been tried")
+    point = untried[0]
+    move = "the cost model's best point" if not history else "the next point of the cost model's ranking"
+    summary = f"Template {s.analysis.template}: {s.analysis.why}. Parameters {point} ({move}); {_figures(s, point)}."
+    return Plan(task.id, summary, {"template": s.analysis.template, "why": s.analysis.why, "move": move},
+                dict(point), author=NAME)
+
+
+@hookimpl
+def agent_implement(task, plan, ctx):
+    if not _selected(ctx, "implement"):
+        return None
+    s = synthesis(task, ctx)
+    params = s.complete(plan.parameters)
+    return Candidate(task.id, s.module(task.id, params), params, space=s.declared_space(), provenance=Provenance(
+        role="implement", provider=NAME, model=s.analysis.template, strategy=ctx.config.strategy,
+        transformation=plan.decisions.get("move", ""), plan_id=plan.id))
+
+
+@hookimpl
+def agent_neighbours(task, candidate, ctx):
+    """Single moves of one block constant around ``candidate``, those that fit VMEM first, then fastest
+    (by the cost model): the order a search should try them in."""
+    if not _selected(ctx, "plan") or candidate.space is None:
+        return None
+    s = synthesis(task, ctx)
+    if candidate.space != s.declared_space():  # not a kernel of this template
+        return None
+    around = s.complete(candidate.parameters)
+
+    def order(move: Move):  # a blind "double" compiles only to overflow: fitting points first
+        est = s.estimate_of(move.parameters)
+        return (True, float("inf")) if est is None else (not s.fits(est), est.seconds)
+
+    moves = [Move(label, point, _figures(s, point)) for label, point in s.neighbours(around)]
+    return sorted(moves, key=order)
+
+
+@hookimpl
+def agent_debug(task, candidate, evaluation, attempts, ctx):
+    """A VMEM overflow is a parameter problem: halve the largest block. Anything else, the templates being
+    exact by construction, is not one this debugger can fix."""
+    if not _selected(ctx, "debug"):
+        return None
+    s = synthesis(task, ctx)
+    error = evaluation.compile_error
+    over_vmem = (error is not None and error.kind == "vmem_overflow") or (
+        evaluation.estimate is not None and evaluation.estimate.fits_memory is False)
+    if evaluation.status.value != "compile_error" or not over_vmem:
+        return Decline(f"no parameter fixes a {evaluation.status.value} of a template kernel")
+    point = s.shrink_largest(s.complete(candidate.parameters))
+    if point is None:
+        return Decline("every block is at its smallest")
+    return Candidate(task.id, s.module(task.id, point), point, parent_id=candidate.id, space=s.declared_space(),
+                     provenance=Provenance(role="debug", provider=NAME, model=s.analysis.template,
+                                           strategy=ctx.config.strategy,
+                                           transformation="VMEM overflow: halve the largest block"))

@@ -1,0 +1,166 @@
+"""What the synthesizer knows about a task, computed once per run: the template, its dtype, the ranked points."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+from maxkernel_core import Parameter, ParameterSpace
+from maxkernel_core.errors import MaxKernelError
+
+from .analysis import Analysis, analyse, analyse_staged_program
+from .ir import bind_size_literals
+from .ir import Declined, trace_reference
+from .space import neighbours, rank, shrink_largest, space
+
+NAME = "offline"
+_lock = threading.Lock()
+
+
+class OfflineDeclined(MaxKernelError):
+    """The synthesizer has no template for this computation; the message says why."""
+
+    exit_code = 1
+
+
+@frozen
+class Synthesis:
+    """The task's template and its parameter space ranked by the cost model (fastest first)."""
+
+    analysis: Analysis
+    dtype: str
+    ranked: list[tuple[dict[str, Any], Any]]
+    n_dynamic: int
+    source: str
+    entry: str
+    numbers: Any = None
+
+    def complete(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A point edited by hand (human-in-the-loop) may name only the blocks it changes: the rest of the
+        template's constants come from the cost model's default point."""
+        return {**self.ranked[0][0], **params} if self.ranked else dict(params)
+
+    def estimate_of(self, point: dict[str, Any]):
+        key = sorted(point.items())
+        return next((est for p, est in self.ranked if sorted(p.items()) == key), None)
+
+    @staticmethod
+    def fits(est) -> bool:
+        from maxkernel_tpu_pallas.api import fits_vmem
+
+        return fits_vmem(est)
+
+    def declared_space(self) -> ParameterSpace:
+        return ParameterSpace(tuple(Parameter(name, tuple(values))
+                                    for name, values in space(self.analysis, self.dtype).items()))
+
+    def neighbours(self, point: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        return neighbours(self.analysis, point, self.dtype)
+
+    def shrink_largest(self, point: dict[str, Any]) -> dict[str, Any] | None:
+        return shrink_largest(self.analysis, point, self.dtype)
+
+    def module(self, task_id: str, params: dict[str, Any]) -> str:
+        from .templates import write_module
+
+        return write_module(self, task_id, self.complete(params))
+
+
+def synthesis(task, ctx) -> Synthesis:
+    """The task's synthesis, from the run's cache (the plugin's own), computed on first use."""
+    with _lock:
+        cache = ctx.cache(NAME)
+        if "synthesis" not in cache:
+            cache["synthesis"] = synthesize(task, ctx.config.target)
+        return cache["synthesis"]
+
+
+def synthesize(task, target: str) -> Synthesis:
+    from maxkernel_tpu_pallas import api
+
+    module = api.load_reference(task)
+    shapes, static = api.reference_inputs(task, module)
+    fn = getattr(module, task.metadata["entry"])
+    try:
+        analysis, numbers = _analyse(task, module, fn, shapes, static)
+    except Declined as exc:
+        raise OfflineDeclined(f"the offline synthesizer has no template for task {task.id}: {exc}") from exc
+    dtype = _dtype(analysis)
+    limit = vmem_limit(target)
+    chip = api.chip_facts(target)
+    ranked = rank(analysis, dtype, chip, target, limit)
+    # Points over VMEM stay in the ranking (the estimate is conservative and the debugger shrinks blocks
+    # after a real overflow), unless even the smallest is far over: no repair can fit the template then,
+    # and compiling it only wastes evaluations.
+    if _smallest(ranked) > 2 * limit and analysis.template == "batch":
+        # The whole computation per batch block does not fit: put only its matmuls on kernels.
+        try:
+            analysis = analyse_staged_program(analysis.program, f"the batch template needs "
+                                              f"{_smallest(ranked) / 2**20:,.0f} MiB of VMEM ({analysis.why})")
+        except Declined:
+            pass
+        else:
+            dtype = analysis.staged.dtype
+            ranked = rank(analysis, dtype, chip, target, limit)
+    smallest = _smallest(ranked)
+    if smallest > 2 * limit:
+        need = f"even its smallest blocks need {smallest / 2**20:,.0f} MiB" if ranked else "it has no block choice"
+        raise OfflineDeclined(f"the offline synthesizer has no template for task {task.id}: the {analysis.template} "
+                              f"template does not fit: {need} of VMEM, the limit on {target} is "
+                              f"{limit >> 20} MiB ({analysis.why})")
+    return Synthesis(analysis, dtype, ranked, len(shapes), Path(task.metadata["module"]).read_text(),
+                     task.metadata["entry"], numbers)
+
+
+def vmem_limit(target: str) -> int:
+    """The scoped VMEM limit the templates ask for: at least 64 MiB, never over 3/4 of the chip."""
+    from maxkernel_tpu_pallas import api
+
+    return min(api.vmem_capacity(target) * 3 // 4, max(api.scoped_vmem_limit(target), 64 << 20))
+
+
+def _smallest(ranked) -> float:
+    """The least VMEM any point's largest kernel needs; infinite with no point."""
+    return min((max(k.vmem_bytes for k in est.kernels) for _, est in ranked), default=float("inf"))
+
+
+def _analyse(task, module, fn, shapes, static) -> tuple[Analysis, Any]:
+    """The template for the reference at full size, with its size-dependent constants bound by the small size."""
+    from maxkernel_tpu_pallas import api
+
+    analysis = analyse(trace_reference(fn, shapes, static))
+    small = None
+    if "small" in task.sizes and analysis.template not in ("batch", "staged"):
+        small = analyse(trace_reference(fn, *api.reference_inputs(task, module, size="small")))
+    if analysis.template == "attention":
+        from .attention import bind_sizes, literal_texts
+
+        if small is None:
+            return analysis, literal_texts(analysis.attention)
+        if small.template != "attention":
+            raise Declined(f"at the small size the reference is not attention-shaped ({small.why})")
+        return analysis, bind_sizes(analysis.attention, small.attention)  # the score pipeline's constants
+    if small is not None:  # constants that depend on the size (1/D)
+        bind_size_literals(analysis.program, small.program, dims(analysis), dims(small))
+    return analysis, None
+
+
+def _dtype(analysis: Analysis) -> str:
+    if analysis.template == "staged":
+        return analysis.staged.dtype
+    if analysis.template == "batch":
+        return analysis.program.dtypes[analysis.output]
+    if analysis.template == "attention":
+        return analysis.program.dtypes[analysis.program.inputs[analysis.attention.operand("q").input]]
+    lead = analysis.dot.inputs[0] if analysis.dot else analysis.program.inputs[0]
+    return analysis.program.dtypes[lead]
+
+
+def dims(analysis: Analysis) -> dict[str, int]:
+    """The sizes a generated kernel knows by name: rows and d, or m, n and k."""
+    if analysis.template == "rowwise":
+        return {"d": analysis.d, "rows": analysis.rows}
+    m, k = analysis.program.shapes[analysis.dot.inputs[0]]
+    return {"m": m, "n": analysis.d, "k": k}

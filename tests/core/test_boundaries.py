@@ -1,0 +1,141 @@
+"""The package boundaries hold: no import cycle at run time, and no plugin reads another's untyped side channels."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from ..helpers import REPO
+
+PACKAGES = sorted(p for p in [*REPO.glob("src/*"), *REPO.glob("*/src/*"), *REPO.glob("*/*/src/*")]
+                  if p.is_dir() and p.name.startswith("maxkernel") and (p / "__init__.py").exists())
+#: Where a backend's ``Evaluation.details`` / ``Profile.details`` are written, and may be read back (display).
+DETAILS_OWNERS = {"maxkernel_tpu_pallas"}
+
+
+def python_files(package: Path) -> list[Path]:
+    return sorted(package.rglob("*.py"))
+
+
+def module_name(package: Path, path: Path) -> str:
+    parts = [package.name, *path.relative_to(package).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def runtime_imports(package: Path, path: Path, modules: set[str]) -> set[str]:
+    """Modules this file imports when it runs (the top level and function bodies, not ``if TYPE_CHECKING``):
+    ``from pkg import mod`` depends on ``pkg.mod`` when that is a module, else on ``pkg``."""
+    name = module_name(package, path)
+    is_package = path.name == "__init__.py"
+    tree = ast.parse(path.read_text())
+    skipped = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+               for n in ast.walk(node)}
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[: len(base) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                found.add(sub if sub in modules else target)
+    return found & modules
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = {module_name(pkg, path): (pkg, path) for pkg in PACKAGES for path in python_files(pkg)}
+    names = set(modules)
+    return {name: runtime_imports(*where, names) - {name} for name, where in modules.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_walk_sees_every_package():
+    names = {p.name for p in PACKAGES}
+    assert {"maxkernel_core", "maxkernel_agents", "maxkernel_tpu_pallas", "maxkernel_tpu_offline",
+            "maxkernel_strategies", "maxkernel_llm_providers", "maxkernel_ray"} <= names, names
+
+
+def test_no_runtime_import_cycle():
+    graph = import_graph()
+    assert sum(len(v) for v in graph.values()) > 100  # the walk resolves real edges
+    found = cycles(graph)
+    assert not found, "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
+
+
+def test_no_plugin_reads_another_plugins_details_or_context_extras():
+    reads = re.compile(r"\bdetails\s*(\[\s*['\"]|\.get\()")
+    offenders = []
+    for package in PACKAGES:
+        for path in python_files(package):
+            text = path.read_text()
+            if re.search(r"\bctx\.extras\b|\.extras\s*\[", text):
+                offenders.append(f"{path.relative_to(REPO)}: ctx.extras")
+            if package.name not in DETAILS_OWNERS:
+                for number, line in enumerate(text.splitlines(), 1):
+                    if reads.search(line) and not re.search(r"details\s*\[[^]]+\]\s*=[^=]", line):
+                        offenders.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_side_channel_check_would_catch_a_read(tmp_path):
+    line = 'over = (evaluation.details.get("compile") or {}).get("error")'
+    assert re.search(r"\bdetails\s*(\[\s*['\"]|\.get\()", line)
+
+
+def test_the_core_names_no_plugin():
+    """The core's code never special-cases a plugin by name (what is known of them is data: plugin_directory.toml)."""
+    core = REPO / "src" / "maxkernel_core"
+    names = ("offline", "ray", "tpu_pallas", "gemini", "litellm")
+    offenders = []
+    for path in python_files(core):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#")[0]
+            if re.search(r"==\s*['\"](%s)['\"]" % "|".join(names), code):
+                offenders.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
