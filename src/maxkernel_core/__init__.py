@@ -19,7 +19,19 @@ from .errors import (
     UnknownPluginError,
 )
 from .hookspecs import hookimpl
-from .interfaces import Backend, Executor, LLMMessage, LLMProvider, LLMRequest, LLMResponse, Readiness, Strategy, TaskRef, TaskSuite
+from .interfaces import (
+    Backend,
+    Executor,
+    LLMMessage,
+    LLMProvider,
+    LLMRequest,
+    LLMResponse,
+    Readiness,
+    SettingsSection,
+    Strategy,
+    TaskRef,
+    TaskSuite,
+)
 from .plugins import get_plugin_manager
 from .records import (
     Attempt,
@@ -51,6 +63,6 @@ __all__ = [
     "Attempt", "Backend", "Candidate", "CandidateFailed", "CheckResult", "CompileError", "ConfigError", "Decline",
     "EvalStatus", "Evaluation", "Fit", "Move", "Parameter", "ParameterSpace", "Executor", "ExecutorError", "LLMMessage", "LLMProvider", "LLMRequest", "LLMResponse", "MaxKernelError", "Plan",
     "PluginError", "Profile", "Provenance", "ProviderError", "Readiness", "RunConfig", "SearchEdge",
-    "SearchNode", "StoreError", "Strategy", "Task", "TaskError", "TaskRef", "TaskSuite", "TestReport",
+    "SearchNode", "SettingsSection", "StoreError", "Strategy", "Task", "TaskError", "TaskRef", "TaskSuite", "TestReport",
     "UnknownPluginError", "from_json", "get_plugin_manager", "hookimpl", "optimize", "to_json",
 ]

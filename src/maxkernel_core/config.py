@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import os
 import tomllib
-import types
-import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,33 +23,27 @@ from typing import Any
 import attrs
 from attrs import define, field
 
+from .config_values import coerce as _coerce
+from .config_values import describe as _describe
 from .errors import ConfigError
+from .records import RunConfig
+
+#: The run defaults have one home, the RunConfig record a run is stored with.
+_RUN_DEFAULTS = {f.name: f.default for f in attrs.fields(RunConfig)}
 
 
 @define
 class RunSettings:
-    strategy: str = "auto"
-    provider: str = "offline"
-    model: str | None = None
-    backend: str = "tpu_pallas"
-    target: str = "v5e"
-    budget: int | None = None
-    seed: int = 0
+    """``[run]``: what ``maxkernel run`` does by default (a run's ``RunConfig`` is built from these once)."""
+
+    strategy: str = _RUN_DEFAULTS["strategy"]
+    provider: str = _RUN_DEFAULTS["provider"]
+    model: str | None = _RUN_DEFAULTS["model"]
+    backend: str = _RUN_DEFAULTS["backend"]
+    target: str = _RUN_DEFAULTS["target"]
+    budget: int | None = _RUN_DEFAULTS["budget"]
+    seed: int = _RUN_DEFAULTS["seed"]
     out: str = "maxkernel-out"
-
-
-@define
-class EvalSettings:
-    #: Wall-clock limit for judging one candidate (the worker is killed past it).
-    timeout_s: float = 300.0
-    #: Address-space limit of a worker process, MiB (JAX alone maps about 2 GiB).
-    memory_mb: int = 8192
-    #: Input sets checked besides the task's own (new seeds, or regenerated values).
-    fresh_inputs: int = 3
-    #: Pre-warmed worker processes kept ready.
-    spares: int = 1
-    #: "auto" (a TPU when one is attached, else CPU interpret mode), "cpu" or "tpu".
-    device: str = "auto"
 
 
 #: Keys that must be at least 1, with what they mean (said in the error).
@@ -126,7 +118,6 @@ class StoreSettings:
 class Settings:
     run: RunSettings = field(factory=RunSettings)
     tasks: TasksSettings = field(factory=TasksSettings)
-    eval: EvalSettings = field(factory=EvalSettings)
     llm: LLMSettings = field(factory=LLMSettings)
     plugins: PluginSettings = field(factory=PluginSettings)
     store: StoreSettings = field(factory=StoreSettings)
@@ -134,9 +125,20 @@ class Settings:
     #: Free-form options per strategy, ``[strategy.graph] beam_width = 3``; each
     #: strategy validates its own table.
     strategy: dict[str, dict[str, Any]] = field(factory=dict)
+    #: The sections plugins declare (``register_settings``), by name, once bound to the loaded plugins.
+    sections: dict[str, Any] = field(factory=dict)
+
+    def section(self, name: str, default: type | None = None) -> Any:
+        """A plugin's section (``settings.section("eval")``); ``default()`` when it was never bound
+        (settings made in code, before any plugin manager)."""
+        if name in self.sections:
+            return self.sections[name]
+        return default() if default is not None else None
 
 
 FREE_FORM_SECTIONS = {"strategy"}
+#: Fields of Settings that are not config sections.
+NOT_SECTIONS = {"sections"}
 
 ENV_ALIASES = {
     "MAXKERNEL_HOME": "store.home",
@@ -153,10 +155,16 @@ class ResolvedSettings:
     settings: Settings
     sources: dict[str, str]
     file: Path | None = None
+    #: values for sections the core does not know: (dotted, raw, where, from_text, strict), checked when the
+    #: plugins' sections are bound (``bind_sections``); ``strict`` is False for environment variables, which
+    #: name no section unless a plugin declares it
+    pending: list[tuple[str, Any, str, bool, bool]] = field(factory=list)
 
     def items(self) -> list[tuple[str, Any, str]]:
         rows = []
         for section in attrs.fields(Settings):
+            if section.name in NOT_SECTIONS:
+                continue
             value = getattr(self.settings, section.name)
             if section.name in FREE_FORM_SECTIONS:
                 for name, table in value.items():
@@ -172,82 +180,20 @@ class ResolvedSettings:
                             rows.append((f"{dotted}.{role}.{key}", v, self.sources.get(f"{dotted}.{role}.{key}", "default")))
                     continue
                 rows.append((dotted, getattr(value, f.name), self.sources.get(dotted, "default")))
+        for name, value in sorted(self.settings.sections.items()):
+            rows.extend((f"{name}.{f.name}", getattr(value, f.name), self.sources.get(f"{name}.{f.name}", "default"))
+                        for f in attrs.fields(type(value)))
         return rows
 
 
 def _section_types() -> dict[str, type]:
     attrs.resolve_types(Settings)
-    return {f.name: f.type for f in attrs.fields(Settings)}
+    return {f.name: f.type for f in attrs.fields(Settings) if f.name not in NOT_SECTIONS}
 
 
 def _field_types(section_cls: type) -> dict[str, Any]:
     attrs.resolve_types(section_cls)
     return {f.name: f.type for f in attrs.fields(section_cls)}
-
-
-def _describe(tp: Any) -> str:
-    args = [a for a in typing.get_args(tp) if a is not type(None)]
-    origin = typing.get_origin(tp)
-    if origin in (types.UnionType, typing.Union):
-        return _describe(args[0]) + " (or unset)"
-    if origin is list:
-        return "a list of strings"
-    if origin is dict:
-        return "a table of numbers (NAME=N,... in an environment variable or flag)"
-    return {str: "a string", int: "an integer", float: "a number", bool: "true or false"}.get(tp, str(tp))
-
-
-def _coerce(value: Any, tp: Any, *, from_text: bool) -> Any:
-    """Check ``value`` against ``tp``; text from env/flags is parsed first. Raises ValueError."""
-    origin = typing.get_origin(tp)
-    if origin in (types.UnionType, typing.Union):
-        if value is None or (from_text and value == ""):
-            return None
-        (inner,) = [a for a in typing.get_args(tp) if a is not type(None)]
-        return _coerce(value, inner, from_text=from_text)
-    if origin is list:
-        if from_text and isinstance(value, str):
-            value = [v.strip() for v in value.split(",") if v.strip()]
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ValueError
-        return list(value)
-    if origin is dict:  # a table of numbers: [executor.resources] TPU = 1, or "TPU=1,CPU=2" as text
-        if from_text and isinstance(value, str):
-            pairs = [p.partition("=") for p in value.split(",") if p.strip()]
-            if any(not sep for _, sep, _ in pairs):
-                raise ValueError
-            value = {k.strip(): float(v) for k, _, v in pairs}
-        if not isinstance(value, Mapping) or not all(
-                isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) for k, v in value.items()):
-            raise ValueError
-        return {k: float(v) for k, v in value.items()}
-    if tp is bool:
-        if from_text and isinstance(value, str):
-            low = value.strip().lower()
-            if low in ("1", "true", "yes", "on"):
-                return True
-            if low in ("0", "false", "no", "off", ""):
-                return False
-        if not isinstance(value, bool):
-            raise ValueError
-        return value
-    if tp is int:
-        if from_text and isinstance(value, str):
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError
-        return value
-    if tp is float:
-        if from_text and isinstance(value, str):
-            value = float(value)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError
-        return float(value)
-    if tp is str:
-        if not isinstance(value, str):
-            raise ValueError
-        return value
-    raise ValueError
 
 
 def find_config_file(cwd: Path) -> tuple[Path, dict[str, Any]] | None:
@@ -272,12 +218,14 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
 
 
-def _apply(settings: Settings, sources: dict[str, str], dotted: str, raw: Any, *, where: str, from_text: bool,
-           base_dir: Path | None = None) -> None:
+def _apply(resolved: ResolvedSettings, dotted: str, raw: Any, *, where: str, from_text: bool,
+           base_dir: Path | None = None, strict: bool = True) -> None:
+    settings, sources = resolved.settings, resolved.sources
     section, _, key = dotted.partition(".")
     section_types = _section_types()
-    if section not in section_types:
-        raise ConfigError(f"unknown config section [{section}] in {where} (known: {', '.join(section_types)})")
+    if section not in section_types:  # perhaps a plugin's: checked when the plugins' sections are bound
+        resolved.pending.append((dotted, raw, where, from_text, strict))
+        return
     if section in FREE_FORM_SECTIONS:
         name, _, option = key.partition(".")
         if not name or not option:
@@ -287,7 +235,7 @@ def _apply(settings: Settings, sources: dict[str, str], dotted: str, raw: Any, *
         return
     types_ = _field_types(section_types[section])
     if dotted.startswith("llm.roles"):
-        _apply_role(settings, sources, dotted, raw, where=where, from_text=from_text)
+        _apply_role(resolved, dotted, raw, where=where, from_text=from_text)
         return
     if key not in types_:
         raise ConfigError(
@@ -306,8 +254,7 @@ def _apply(settings: Settings, sources: dict[str, str], dotted: str, raw: Any, *
     sources[dotted] = where
 
 
-def _apply_role(settings: Settings, sources: dict[str, str], dotted: str, raw: Any, *, where: str,
-                from_text: bool) -> None:
+def _apply_role(resolved: ResolvedSettings, dotted: str, raw: Any, *, where: str, from_text: bool) -> None:
     """``llm.roles.<role>.<key>``: a role's provider/model/sampling override."""
     parts = dotted.split(".")
     if len(parts) != 4 or parts[2] not in ROLE_NAMES or parts[3] not in ROLE_KEYS:
@@ -318,8 +265,8 @@ def _apply_role(settings: Settings, sources: dict[str, str], dotted: str, raw: A
     except (ValueError, TypeError):
         raise ConfigError(f"config key {dotted!r} in {where} must be {_describe(ROLE_KEYS[parts[3]])}, "
                           f"got {raw!r}") from None
-    settings.llm.roles.setdefault(parts[2], {})[parts[3]] = value
-    sources[dotted] = where
+    resolved.settings.llm.roles.setdefault(parts[2], {})[parts[3]] = value
+    resolved.sources[dotted] = where
 
 
 def _flatten(table: Mapping[str, Any], where: str) -> list[tuple[str, Any]]:
@@ -347,7 +294,7 @@ def env_key(name: str) -> str | None:
         return None
     rest = name[len("MAXKERNEL_"):].lower()
     section, _, key = rest.partition("_")
-    if section in _section_types() and section not in FREE_FORM_SECTIONS and key:
+    if section not in FREE_FORM_SECTIONS and key:  # a plugin's section is known only once plugins are loaded
         return f"{section}.{key}"
     return None
 
@@ -365,19 +312,50 @@ def load_settings(
     """
     cwd = cwd or Path.cwd()
     env = os.environ if env is None else env
-    settings, sources = Settings(), {}
+    resolved = ResolvedSettings(Settings(), {})
     found = (config_file, _read_toml(config_file)) if config_file else find_config_file(cwd)
     if config_file and config_file.name == "pyproject.toml" and found:
         found = (config_file, found[1].get("tool", {}).get("maxkernel", {}))
     path = found[0] if found else None
+    resolved.file = path
     if found:
         for dotted, raw in _flatten(found[1], str(path)):
-            _apply(settings, sources, dotted, raw, where=str(path), from_text=False, base_dir=path.parent)
+            _apply(resolved, dotted, raw, where=str(path), from_text=False, base_dir=path.parent)
     for name in sorted(env):
         dotted = env_key(name)
         if dotted:
-            _apply(settings, sources, dotted, env[name], where=f"env {name}", from_text=True, base_dir=cwd)
+            _apply(resolved, dotted, env[name], where=f"env {name}", from_text=True, base_dir=cwd, strict=False)
     for dotted, (raw, label) in (overrides or {}).items():
         if raw is not None:
-            _apply(settings, sources, dotted, raw, where=label, from_text=isinstance(raw, str), base_dir=cwd)
-    return ResolvedSettings(settings, sources, path)
+            _apply(resolved, dotted, raw, where=label, from_text=isinstance(raw, str), base_dir=cwd)
+    return resolved
+
+
+def bind_sections(resolved: ResolvedSettings, declared: Mapping[str, type]) -> Settings:
+    """Give the plugins' declared sections (name -> attrs class) their values, checked like the core's.
+
+    A value for a section no plugin declares is an error naming it and where it was set; an environment
+    variable that names no declared section is not config and is left alone.
+    """
+    settings = resolved.settings
+    for name, cls in declared.items():
+        settings.sections.setdefault(name, cls())
+    known = sorted([*_section_types(), *declared])
+    for dotted, raw, where, from_text, strict in resolved.pending:
+        section, _, key = dotted.partition(".")
+        if section not in declared:
+            if strict:
+                raise ConfigError(f"unknown config section [{section}] in {where} (known: {', '.join(known)})")
+            continue
+        types_ = _field_types(declared[section])
+        if key not in types_:
+            raise ConfigError(f"unknown config key {dotted!r} in {where} (keys of [{section}]: {', '.join(types_)})")
+        try:
+            value = _coerce(raw, types_[key], from_text=from_text)
+        except (ValueError, TypeError):
+            raise ConfigError(f"config key {dotted!r} in {where} must be {_describe(types_[key])}, "
+                              f"got {raw!r}") from None
+        setattr(settings.sections[section], key, value)
+        resolved.sources[dotted] = where
+    resolved.pending = [p for p in resolved.pending if p[0].partition(".")[0] not in declared]
+    return settings

@@ -102,6 +102,22 @@ def register_executors(register: Callable[..., None]) -> None:
 
 
 @hookspec
+def register_settings(register: Callable[..., None]) -> None:
+    """Declare this plugin's own config sections (as pytest's ``pytest_addoption`` declares options).
+
+    :param register: call ``register(SectionClass)`` for each
+        :class:`~maxkernel_core.interfaces.SettingsSection` subclass, an attrs class of typed,
+        defaulted fields named ``SectionClass.name``. Its ``[NAME]`` table in maxkernel.toml and
+        ``MAXKERNEL_NAME_KEY`` variables are checked against the fields (unknown keys and wrong types
+        are one-line errors), ``maxkernel config show`` lists it, and the plugin reads it with
+        ``settings.section(NAME)``.
+    :returns: nothing; every implementation is called.
+
+    Two plugins declaring the same section name is an error naming both.
+    """
+
+
+@hookspec
 def register_commands(cli: click.Group) -> None:
     """Add subcommands to the ``maxkernel`` command line.
 

@@ -63,6 +63,11 @@ class Backend(abc.ABC):
     def evaluate(self, task: Task, candidate: Candidate, *, target: str) -> Evaluation:
         """Judge ``candidate`` against ``task`` from outside the candidate's process."""
 
+    def evaluation_timeout_s(self) -> float | None:
+        """The longest one evaluation may take here (the judge's own limit), so that an executor can tell a
+        slow host from a lost one; None: no limit is known."""
+        return None
+
     def check_fit(self, task: Task, candidate: Candidate, *, target: str) -> Fit | None:
         """Whether ``candidate``'s blocks fit the target's on-chip memory, known before any compile.
 
@@ -137,6 +142,18 @@ class TaskSuite:
     @abc.abstractmethod
     def root(cls) -> Path:
         """The folder holding the suite's tasks."""
+
+
+class SettingsSection:
+    """Base of a plugin's own config section: subclass it as an attrs class of typed, defaulted fields.
+
+    Registered through ``register_settings``; ``[NAME]`` in maxkernel.toml, ``MAXKERNEL_NAME_KEY`` in the
+    environment and ``maxkernel config show`` then treat it as they treat the core's sections (unknown
+    keys and wrong types are one-line errors), and the plugin reads it with ``settings.section(NAME)``.
+    """
+
+    #: The section's name: ``[NAME]`` in config.
+    name: ClassVar[str]
 
 
 class Strategy(abc.ABC):

@@ -28,7 +28,7 @@ from attrs import frozen
 
 from . import hookspecs
 from .errors import PluginError, UnknownPluginError
-from .interfaces import Backend, Executor, LLMProvider, Strategy, TaskSuite
+from .interfaces import Backend, Executor, LLMProvider, SettingsSection, Strategy, TaskSuite
 
 ENTRY_POINT_GROUP = "maxkernel"
 
@@ -39,6 +39,7 @@ DISCOVERY_HOOKS: dict[str, tuple[str, type]] = {
     "register_llm_providers": ("llm_provider", LLMProvider),
     "register_task_suites": ("task_suite", TaskSuite),
     "register_executors": ("executor", Executor),
+    "register_settings": ("settings_section", SettingsSection),
 }
 
 
@@ -138,6 +139,10 @@ class Registries:
     @property
     def executors(self) -> dict[str, Registration]:
         return self.all("executor")
+
+    def settings_sections(self) -> dict[str, type]:
+        """The config sections plugins declare, by name (for :func:`maxkernel_core.config.bind_sections`)."""
+        return {name: reg.cls for name, reg in self.all("settings_section").items()}
 
     def suite_roots(self, backend: str) -> list:
         """The folders of the suites registered for ``backend``, by suite name."""

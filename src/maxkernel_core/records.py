@@ -278,6 +278,8 @@ class Evaluation:
     created_at: float = field(factory=_now)
     estimate: Profile | None = None
     compile_error: CompileError | None = None
+    #: the OS sandbox that ran the candidate, as the backend names it ("bwrap", "fallback"; "" when unknown)
+    sandbox: str = ""
 
     @property
     def ok(self) -> bool:
@@ -324,6 +326,8 @@ class RunConfig:
     budget: int | None = None
     seed: int = 0
     options: dict[str, Any] = field(factory=dict)
+    #: debugger attempts per failed candidate (``llm.debug_attempts``)
+    debug_attempts: int = 6
 
 
 @record

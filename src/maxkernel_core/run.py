@@ -10,12 +10,13 @@ candidate as the result.
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 from pathlib import Path
 from typing import Any
 
-from .config import Settings
+from .config import ResolvedSettings, Settings, bind_sections, load_settings
 from .errors import BudgetSpent
 from .interfaces import Executor
 from .llm import Budget, RetryPolicy
@@ -39,9 +40,10 @@ def executor_for(settings: Settings, pm) -> Executor:
 
 
 def run_config(settings: Settings, task_id: str) -> RunConfig:
+    """The one record of what a run was asked to do, built once from the resolved settings."""
     run = settings.run
     return RunConfig(task_id, run.strategy, run.provider, run.model, run.backend, run.target, run.budget, run.seed,
-                     dict(settings.strategy.get(run.strategy, {})))
+                     dict(settings.strategy.get(run.strategy, {})), settings.llm.debug_attempts)
 
 
 def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, resume: str | None = None,
@@ -50,6 +52,9 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
     """Run a strategy on a task and return its result (the same record ``maxkernel run`` reports).
 
     :param task: a task id (searched in ``tasks.paths`` and the backend's suites) or a path.
+    :param settings: the settings to run with (a copy is used: yours are never changed); default: read
+        as the CLI reads them, ``maxkernel.toml`` (or ``[tool.maxkernel]`` in ``pyproject.toml``) in the
+        working directory, then ``MAXKERNEL_*`` variables.
     :param run_overrides: any ``[run]`` setting, e.g. ``strategy="auto", provider="offline"``.
     :param resume: a run id to continue; its stored config wins over the settings.
     :param on_start: called with the run id once the run is in the store, before any work
@@ -57,11 +62,13 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
     :param executor: where candidates are judged; default: the one ``executor.name`` selects,
         closed at the end (one passed in is left open for the caller's next run).
     """
-    settings = settings or Settings()
+    resolved = ResolvedSettings(copy.deepcopy(settings), {}) if settings is not None else load_settings()
+    settings = resolved.settings  # a copy: the caller's settings are never changed
     for key, value in run_overrides.items():
         if value is not None:
             setattr(settings.run, key, value)
     pm = pm or get_plugin_manager(only=settings.plugins.load, disable=settings.plugins.disable)
+    bind_sections(resolved, pm.registries.settings_sections())
     store = RunStore.open(settings.store.home)
     if resume:
         stored = store.get_run(resume).config
@@ -75,6 +82,7 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
         executor = executor or executor_for(settings, pm)  # a missing extra or a dead cluster fails before any work
         loaded = backend.load_task(task, task_search_paths(settings, pm, backend))
         config = store.get_run(resume).config if resume else run_config(settings, loaded.id)
+        strategy = strategy_cls(config.options)  # its options are checked here, before the run is stored
         session = RunSession(
             pm, store, loaded, config, backend, llms=llms, run_id=resume, settings=settings,
             budget=Budget(settings.llm.max_calls, settings.llm.max_tokens, settings.llm.max_cost_usd),
@@ -88,7 +96,7 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
             on_start(session.run_id)
         try:
             try:
-                result = strategy_cls(config.options).run(session)
+                result = strategy.run(session)
             except BudgetSpent as spent:  # a strategy that did not watch the budget: the run ends here
                 result = session.finish(message=str(spent))
         except KeyboardInterrupt:
@@ -147,7 +155,7 @@ def write_outputs(result: RunResult, task, config: RunConfig, store: RunStore, o
              "estimated": e.profile.estimated if e.profile else None,
              "speedup_vs_xla": e.profile.speedup if e.profile else None,
              # which sandbox judged it, as the backend names it (e.g. "bwrap" or "fallback")
-             "sandbox": (e.details or {}).get("sandbox")}
+             "sandbox": e.sandbox or None}
             for e in evaluations
         ],
     }

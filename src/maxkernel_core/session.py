@@ -215,10 +215,6 @@ class RunSession:
         """The backend's static check that ``candidate``'s blocks fit on-chip memory (None: it cannot tell)."""
         return self.ctx.backend.check_fit(self.task, candidate, target=self.config.target)
 
-    def settings_value(self, section: str, key: str, default: Any) -> Any:
-        """A value of the run's settings (``default`` when the session was built without settings)."""
-        return getattr(getattr(self.settings, section, None), key, default)
-
     def implement(self, plan: Plan) -> Candidate:
         return self._call("agent_implement", plan=plan)
 

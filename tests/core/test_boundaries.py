@@ -109,7 +109,7 @@ def test_the_cycle_finder_finds_a_cycle():
 
 
 def test_no_plugin_reads_another_plugins_details_or_context_extras():
-    reads = re.compile(r"\bdetails\s*(\[\s*['\"]|\.get\()")
+    reads = re.compile(r"\bdetails\s*(\[\s*['\"]|\.get\()|details\s+or\s+\{\}\)\s*(\[|\.get\()")
     offenders = []
     for package in PACKAGES:
         for path in python_files(package):
@@ -124,8 +124,10 @@ def test_no_plugin_reads_another_plugins_details_or_context_extras():
 
 
 def test_the_side_channel_check_would_catch_a_read(tmp_path):
-    line = 'over = (evaluation.details.get("compile") or {}).get("error")'
-    assert re.search(r"\bdetails\s*(\[\s*['\"]|\.get\()", line)
+    reads = re.compile(r"\bdetails\s*(\[\s*['\"]|\.get\()|details\s+or\s+\{\}\)\s*(\[|\.get\()")
+    assert reads.search('over = (evaluation.details.get("compile") or {}).get("error")')
+    assert reads.search('"sandbox": (e.details or {}).get("sandbox")')
+    assert not reads.search('seconds = e.profile.seconds')
 
 
 def test_the_core_names_no_plugin():

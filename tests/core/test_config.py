@@ -49,7 +49,6 @@ def test_env_aliases_and_lists(tmp_path):
 
 @pytest.mark.parametrize("text, message", [
     ('[run]\nprovder = "x"\n', "unknown config key 'run.provder' in {file}"),
-    ('[runs]\nprovider = "x"\n', r"unknown config section \[runs\] in {file}"),
     ('[run]\nseed = "seven"\n', "config key 'run.seed' in {file} must be an integer, got 'seven'"),
     ('[tasks]\npaths = "one"\n', "config key 'tasks.paths' in {file} must be a list of strings"),
     ("[run\n", "{file} is not valid TOML"),
@@ -95,3 +94,73 @@ def test_explicit_config_flag(tmp_path):
     other.write_text('[run]\nprovider = "gemini"\n')
     result = run_cli("--config", str(other), "config", "show", "--json", cwd=tmp_path)
     assert '"gemini"' in result.stdout, result.stderr
+
+
+def test_an_unknown_section_is_an_error_once_the_plugins_sections_are_known(tmp_path):
+    from maxkernel_core.config import bind_sections
+
+    path = tmp_path / "maxkernel.toml"
+    path.write_text('[runs]\nprovider = "x"\n')
+    resolved = load_settings(tmp_path, env={"MAXKERNEL_HITL_ANSWERS": "a.txt"})  # env: not config unless declared
+    with pytest.raises(ConfigError, match=rf"unknown config section \[runs\] in {path} \(known: .*eval"):
+        bind_sections(resolved, {"eval": _eval_section()})
+
+
+def _eval_section():
+    from maxkernel_tpu_pallas.settings import EvalSettings
+
+    return EvalSettings
+
+
+def test_a_plugins_section_is_checked_and_shown_like_the_cores(tmp_path):
+    from maxkernel_core.config import bind_sections
+
+    (tmp_path / "maxkernel.toml").write_text("[eval]\ntimeout_s = 90\n")
+    resolved = load_settings(tmp_path, env={"MAXKERNEL_EVAL_FRESH_INPUTS": "5"})
+    settings = bind_sections(resolved, {"eval": _eval_section()})
+    section = settings.section("eval")
+    assert (section.timeout_s, section.fresh_inputs, section.memory_mb) == (90.0, 5, 8192)
+    rows = {key: source for key, _, source in resolved.items()}
+    assert rows["eval.timeout_s"] == str(tmp_path / "maxkernel.toml") and rows["eval.fresh_inputs"].startswith("env")
+    (tmp_path / "maxkernel.toml").write_text("[eval]\ntimeout = 90\n")
+    with pytest.raises(ConfigError, match=r"unknown config key 'eval.timeout' in .* \(keys of \[eval\]: timeout_s"):
+        bind_sections(load_settings(tmp_path, env={}), {"eval": _eval_section()})
+    with pytest.raises(ConfigError, match="'eval.spares' in env MAXKERNEL_EVAL_SPARES must be an integer"):
+        bind_sections(load_settings(tmp_path / "none", env={"MAXKERNEL_EVAL_SPARES": "two"}),
+                      {"eval": _eval_section()})
+
+
+def test_cli_config_show_lists_the_backends_section(tmp_path):
+    (tmp_path / "maxkernel.toml").write_text("[eval]\nspares = 0\n")
+    result = run_cli("config", "show", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    shown = __import__("json").loads(result.stdout)
+    assert shown["eval.spares"] == {"value": 0, "source": str(tmp_path / "maxkernel.toml")}
+    (tmp_path / "maxkernel.toml").write_text("[evaluation]\nspares = 0\n")
+    bad = run_cli("config", "show", cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].startswith(
+        "Error: unknown config section [evaluation] in")
+
+
+def test_a_third_party_declares_its_section_through_register_settings(mk_pm, tmp_path):
+    from attrs import define
+
+    from maxkernel_core import SettingsSection, hookimpl
+    from maxkernel_core.config import bind_sections
+
+    @define
+    class TunerSettings(SettingsSection):
+        name = "tuner"
+        trials: int = 4
+
+    class Plugin:
+        @hookimpl
+        def register_settings(self, register):
+            register(TunerSettings)
+
+    mk_pm.register(Plugin(), name="tuner-plugin")
+    declared = mk_pm.registries.settings_sections()
+    assert declared["tuner"] is TunerSettings and "eval" in declared  # the TPU backend's, declared the same way
+    (tmp_path / "maxkernel.toml").write_text("[tuner]\ntrials = 9\n")
+    settings = bind_sections(load_settings(tmp_path, env={}), declared)
+    assert settings.section("tuner").trials == 9 and settings.section("eval").timeout_s == 300.0

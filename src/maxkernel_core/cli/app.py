@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from ..config import ResolvedSettings, load_settings
+from ..config import ResolvedSettings, bind_sections, load_settings
 from ..interfaces import Backend
 from ..plugins import MaxKernelPluginManager, get_plugin_manager
 from ..store import RunStore
@@ -43,6 +43,8 @@ class App:
             if self.disable:
                 overrides["plugins.disable"] = (list(self.disable), "--disable-plugin")
             self._resolved = load_settings(config_file=self.config_file, overrides=overrides)
+            if self._pm is not None:  # re-read after a subcommand's flags: the plugins' sections again
+                bind_sections(self._resolved, self._pm.registries.settings_sections())
         return self._resolved
 
     @property
@@ -53,7 +55,9 @@ class App:
     def pm(self) -> MaxKernelPluginManager:
         if self._pm is None:
             plugins = self.settings.plugins
-            self._pm = get_plugin_manager(only=plugins.load, disable=plugins.disable, trace=plugins.trace or None)
+            pm = get_plugin_manager(only=plugins.load, disable=plugins.disable, trace=plugins.trace or None)
+            bind_sections(self.resolved, pm.registries.settings_sections())  # the plugins' own sections
+            self._pm = pm
         return self._pm
 
     @property

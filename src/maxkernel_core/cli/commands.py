@@ -98,8 +98,10 @@ def config_group() -> None:
 @config_group.command("show")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: key -> {value, source}.")
 def config_show(as_json: bool) -> None:
-    """Print the merged settings and where each value came from."""
-    resolved = _app().resolved
+    """Print the merged settings and where each value came from (the plugins' sections too)."""
+    app = _app()
+    app.pm  # noqa: B018  (loading the plugins binds and checks their sections)
+    resolved = app.resolved
     rows = resolved.items()
     if as_json:
         _echo_json({key: {"value": value, "source": source} for key, value, source in rows})

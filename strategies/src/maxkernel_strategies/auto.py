@@ -19,28 +19,29 @@ roofline_stop (0.9).
 from __future__ import annotations
 
 import attrs
+from attrs import field, frozen
 from maxkernel_core import Strategy, hookimpl
-from maxkernel_core.errors import ConfigError
+from maxkernel_core.config_values import options_record
 from maxkernel_core.session import RECHECK
 
 from .search import fresh_children, moves_from, session_key
 
-DEFAULTS = {"max_iterations": 5, "autotune_points": 8, "roofline_stop": 0.9}
+@frozen
+class AutoOptions:
+    """``[strategy.auto]``, checked once when the strategy is made."""
+
+    max_iterations: int = field(default=5, metadata={"min": 0})
+    autotune_points: int = field(default=8, metadata={"min": 0})
+    roofline_stop: float = field(default=0.9, metadata={"min": 0})
 
 
 class Auto(Strategy):
     name = "auto"
     description = "plan, implement, debug, profile, improve for a few iterations, then autotune the best kernel"
 
-    def option(self, key: str):
-        value = self.options.get(key, DEFAULTS[key])
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise ConfigError(f"strategy.auto.{key} must be a non-negative number, got {value!r}")
-        unknown = set(self.options) - set(DEFAULTS)
-        if unknown:
-            raise ConfigError(f"unknown option(s) strategy.auto.{', '.join(sorted(unknown))} "
-                              f"(options: {', '.join(DEFAULTS)})")
-        return value
+    def __init__(self, options=None) -> None:
+        super().__init__(options)
+        self.opts = options_record(AutoOptions, self.options, "strategy.auto")
 
     def _budget_left(self, session) -> bool:
         return session.budget_left() != 0
@@ -49,11 +50,11 @@ class Auto(Strategy):
         best = session.best()
         profile = best.evaluation.profile if best else None
         fraction = profile.roofline_fraction if profile else None
-        return fraction is not None and fraction >= self.option("roofline_stop")
+        return fraction is not None and fraction >= self.opts.roofline_stop
 
     def run(self, session):
-        iterations = int(self.option("max_iterations"))
-        debug_attempts = session.settings_value("llm", "debug_attempts", 6)
+        iterations = self.opts.max_iterations
+        debug_attempts = session.config.debug_attempts
         done = sum(1 for a in session.history if a.candidate.provenance.role == "implement")
         for _ in range(done, iterations):
             if not self._budget_left(session) or self._close_to_roofline(session):
@@ -72,7 +73,7 @@ class Auto(Strategy):
         return self.confirm(session)
 
     def autotune(self, session) -> None:
-        limit = int(self.option("autotune_points"))
+        limit = self.opts.autotune_points
         tried = {session_key(a.candidate.code) for a in session.history}
         spent = sum(1 for a in session.history if a.candidate.provenance.transformation.startswith("autotune"))
         while spent < limit and self._budget_left(session):

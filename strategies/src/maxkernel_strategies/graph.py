@@ -31,12 +31,26 @@ import random
 from concurrent.futures import ThreadPoolExecutor
 
 import attrs
+from attrs import field, frozen
 from maxkernel_core import Candidate, SearchEdge, SearchNode, Strategy, hookimpl
-from maxkernel_core.errors import ConfigError
+from maxkernel_core.config_values import options_record
 
 from .search import fresh_children, moves_from, session_key
 
-DEFAULTS = {"beam_width": 3, "depth": 3, "expansions": 2, "concurrency": 2, "searches": 1}
+#: Evaluations in flight when neither the options nor the executor say.
+DEFAULT_CONCURRENCY = 2
+
+
+@frozen
+class GraphOptions:
+    """``[strategy.graph]``, checked once when the strategy is made."""
+
+    beam_width: int = field(default=3, metadata={"min": 1})
+    depth: int = field(default=3, metadata={"min": 1})
+    expansions: int = field(default=2, metadata={"min": 1})
+    searches: int = field(default=1, metadata={"min": 1})
+    #: unset: what the run's executor can take
+    concurrency: int | None = field(default=None, metadata={"min": 1})
 
 
 def score(attempt) -> float:
@@ -48,19 +62,13 @@ class GraphSearch(Strategy):
     name = "graph"
     description = "beam search: children are parameter moves or planner ideas; regressions leave the beam"
 
-    def option(self, key: str) -> int:
-        unknown = set(self.options) - set(DEFAULTS)
-        if unknown:
-            raise ConfigError(f"unknown option(s) strategy.graph.{', '.join(sorted(unknown))} "
-                              f"(options: {', '.join(DEFAULTS)})")
-        value = self.options.get(key, DEFAULTS[key])
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"strategy.graph.{key} must be a positive integer, got {value!r}")
-        return value
+    def __init__(self, options=None) -> None:
+        super().__init__(options)
+        self.opts = options_record(GraphOptions, self.options, "strategy.graph")
 
     def run(self, session):
         self.session = session
-        searches = self.option("searches")
+        searches = self.opts.searches
         seed = session.config.seed
         # One stream per search; a single search keeps the plain seed.
         self.rngs = [random.Random(seed if searches == 1 else f"{seed}/search-{i}") for i in range(searches)]
@@ -70,14 +78,14 @@ class GraphSearch(Strategy):
         if root is None:
             return session.finish()
         beams = [[root] for _ in range(searches)]
-        for depth in range(1, self.option("depth") + 1):
+        for depth in range(1, self.opts.depth + 1):
             if session.budget_left() == 0:
                 break
             grown = self._expand(beams, depth)
             pools = [{pair[0].id: pair for pair in [*beam, *children]} for beam, children in zip(beams, grown, strict=False)]
             # ties broken by the code itself, never by random ids: the same seed must give the same beam
             beams = [[pair for pair in sorted(pool.values(), key=lambda p: (score(p[1]), session_key(p[1].candidate.code)))
-                      if score(pair[1]) < float("inf")][: self.option("beam_width")] for pool in pools]
+                      if score(pair[1]) < float("inf")][: self.opts.beam_width] for pool in pools]
             in_beam = {node.id for beam in beams for node, _ in beam}
             seen = set()
             for pool in pools:
@@ -91,10 +99,10 @@ class GraphSearch(Strategy):
 
     def _concurrency(self) -> int:
         """The configured limit, else as many as the run's executor can take (a Ray cluster: its slots)."""
-        if "concurrency" in self.options:
-            return self.option("concurrency")
+        if self.opts.concurrency is not None:
+            return self.opts.concurrency
         executor = getattr(self.session.ctx, "executor", None)
-        return max(executor.max_concurrency, 1) if executor is not None else DEFAULTS["concurrency"]
+        return max(executor.max_concurrency, 1) if executor is not None else DEFAULT_CONCURRENCY
 
     def _judge(self, candidate: Candidate):
         """A stored verdict for this exact code (resume), else the cascade (with the debugger for the root)."""
@@ -145,7 +153,7 @@ class GraphSearch(Strategy):
         attempt = self._judge(candidate)
         if not attempt.evaluation.ok:
             attempt = self.session.repair(attempt.candidate, attempt.evaluation,
-                                          self.session.settings_value("llm", "debug_attempts", 6))
+                                          self.session.config.debug_attempts)
             self.judged[session_key(attempt.candidate.code)] = attempt
         return self._node_for(attempt, None, 0), attempt
 
@@ -157,7 +165,7 @@ class GraphSearch(Strategy):
         seen = {session_key(attempt.candidate.code)}
         for move, child in fresh_children(self.session, attempt.candidate, moves, seen, "search", self.name):
             children.append((move.label, child))
-            if len(children) == self.option("expansions"):
+            if len(children) == self.opts.expansions:
                 break
         if not children:  # nothing to tune: ask the planner for a new idea
             plan = self.session.plan(required=False)

@@ -118,7 +118,7 @@ class HumanInTheLoop(Strategy):
             candidate = session.implement(plan)
             verdict = session.evaluate(candidate)
             if not verdict.ok:
-                attempt = session.repair(candidate, verdict, session.settings_value("llm", "debug_attempts", 6))
+                attempt = session.repair(candidate, verdict, session.config.debug_attempts)
                 candidate, verdict = attempt.candidate, attempt.evaluation
             self._show(last, candidate, verdict)
             last = candidate

@@ -31,15 +31,19 @@ class TpuPallasBackend(Backend):
     def evaluator(self):
         with self._lock:
             if self._evaluator is None:
-                from maxkernel_core.config import Settings
-
                 from .judge.evaluator import evaluator_from_settings
 
-                self._evaluator = evaluator_from_settings(self.settings or Settings())
+                self._evaluator = evaluator_from_settings(self.settings)
             return self._evaluator
 
     def evaluate(self, task: Task, candidate: Candidate, *, target: str = DEFAULT_TARGET) -> Evaluation:
         return self.evaluator.evaluate(task, candidate, target=check_target(target))
+
+    def evaluation_timeout_s(self) -> float:
+        """The judge's own limit on one evaluation (``[eval] timeout_s``)."""
+        from .settings import eval_settings
+
+        return eval_settings(self.settings).timeout_s
 
     def check_fit(self, task: Task, candidate: Candidate, *, target: str = DEFAULT_TARGET) -> Fit | None:
         """The cost model's VMEM need of the candidate's kernels, from one sandboxed trace (no compile)."""

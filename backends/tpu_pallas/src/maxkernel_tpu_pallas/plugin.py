@@ -41,6 +41,13 @@ def agent_profile(task, candidate, ctx):
 
 
 @hookimpl
+def register_settings(register):
+    from .settings import EvalSettings
+
+    register(EvalSettings)
+
+
+@hookimpl
 def register_commands(cli):
     from .cli import eval_command
     from .profile_cli import profile_command

@@ -61,6 +61,10 @@ def lost_host_errors(ray) -> tuple[type[BaseException], ...]:
     return tuple(getattr(ex, n) for n in names if hasattr(ex, n))
 
 
+#: The limit assumed for one evaluation when the backend states none.
+DEFAULT_EVALUATION_S = 300.0
+
+
 class RayExecutor(Executor):
     name = "ray"
     description = "the hosts of a Ray cluster (TPU VMs, KubeRay): an actor per evaluation slot, sandboxed inside"
@@ -88,10 +92,6 @@ class RayExecutor(Executor):
             self.close_connection()
             raise
         self.max_retries = max(config.max_retries, 0)
-        ev = self.settings.eval
-        # The first evaluation on an actor also computes the task's reference (a trusted job with a
-        # longer limit) and starts the worker processes: a host silent past all of that is lost.
-        self.call_timeout_s = ev.timeout_s + max(ev.timeout_s, 600.0) + 300.0
         self._pools: dict[str, HostPool] = {}
         self._bundles: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -134,16 +134,24 @@ class RayExecutor(Executor):
             options["resources"] = custom
         return options
 
-    def _pool(self, backend_name: str) -> HostPool:
+    @staticmethod
+    def call_timeout_s(backend: Backend) -> float:
+        """How long one call may stay silent before its host counts as lost: the backend's own limit, plus the
+        first call's reference job (a trusted job with a longer limit) and the workers' start-up."""
+        limit = backend.evaluation_timeout_s() or DEFAULT_EVALUATION_S
+        return limit + max(limit, 600.0) + 300.0
+
+    def _pool(self, backend: Backend) -> HostPool:
         with self._lock:
-            pool = self._pools.get(backend_name)
+            pool = self._pools.get(backend.name)
             if pool is None:
                 from .host import EvalHost, host_settings
 
                 actor_cls = self.ray.remote(EvalHost)
-                pool = HostPool(self.ray, actor_cls, self._actor_options(), (backend_name, host_settings(self.settings)),
-                                self.slots, start_timeout_s=max(self.settings.eval.timeout_s, 600.0))
-                self._pools[backend_name] = pool
+                limit = backend.evaluation_timeout_s() or DEFAULT_EVALUATION_S
+                pool = HostPool(self.ray, actor_cls, self._actor_options(), (backend.name, host_settings(self.settings)),
+                                self.slots, start_timeout_s=max(limit, 600.0))
+                self._pools[backend.name] = pool
             return pool
 
     def _bundle(self, task: Task):
@@ -160,14 +168,15 @@ class RayExecutor(Executor):
     def evaluate(self, backend: Backend, task: Task, candidate: Candidate, *, target: str) -> Evaluation:
         ray = self.ray
         lost_errors = lost_host_errors(ray)
-        pool = self._pool(backend.name)
+        pool = self._pool(backend)
+        call_timeout_s = self.call_timeout_s(backend)
         bundle, task_json, candidate_json = self._bundle(task), dumps(task), dumps(candidate)
         lost: list[dict[str, Any]] = []
         while True:
             host = pool.take()
             try:
                 text = ray.get(host.handle.evaluate.remote(task_json, bundle, candidate_json, target),
-                               timeout=self.call_timeout_s)
+                               timeout=call_timeout_s)
             except lost_errors as exc:
                 pool.lose(host)
                 lost.append({**host.where, "error": one_line(exc)})

@@ -21,22 +21,27 @@ from . import taskfiles
 
 
 def host_settings(settings) -> dict[str, Any]:
-    """The parts of the orchestrator's settings a host needs: how to judge, which plugins to load."""
+    """The parts of the orchestrator's settings a host needs: the plugins' sections (how to judge), which
+    plugins to load."""
     import attrs
 
-    return {"eval": attrs.asdict(settings.eval), "plugins": attrs.asdict(settings.plugins)}
+    return {"sections": {name: attrs.asdict(section) for name, section in settings.sections.items()},
+            "plugins": attrs.asdict(settings.plugins)}
 
 
 class EvalHost:
     """One evaluation slot on a host (Ray places it by the resources it asks for)."""
 
     def __init__(self, backend_name: str, settings: dict[str, Any]) -> None:
-        from maxkernel_core.config import EvalSettings, PluginSettings, Settings
+        from maxkernel_core.config import PluginSettings, Settings
         from maxkernel_core.plugins import get_plugin_manager
 
-        self.settings = Settings(eval=EvalSettings(**settings["eval"]), plugins=PluginSettings(**settings["plugins"]))
+        self.settings = Settings(plugins=PluginSettings(**settings["plugins"]))
         plugins = self.settings.plugins
         pm = get_plugin_manager(only=plugins.load, disable=plugins.disable)
+        declared = pm.registries.settings_sections()
+        self.settings.sections.update({name: declared[name](**values) for name, values in settings["sections"].items()
+                                       if name in declared})
         self.backend = pm.registries.get("backend", backend_name).cls(self.settings)
 
     def where(self) -> dict[str, Any]:

@@ -172,7 +172,9 @@ class Evaluator:
 
 
 def evaluator_from_settings(settings) -> Evaluator:
-    """An evaluator configured by the ``[eval]`` settings."""
-    ev = settings.eval
+    """An evaluator configured by the backend's ``[eval]`` section."""
+    from ..settings import eval_settings
+
+    ev = eval_settings(settings)
     limits = Limits(timeout_s=ev.timeout_s, memory_mb=ev.memory_mb, device=ev.device)
     return Evaluator(limits, fresh_inputs=max(ev.fresh_inputs, 0), spares=max(ev.spares, 0))

@@ -61,8 +61,9 @@ class Verdict:
         if outcome is not None and outcome.log_tail and status in (EvalStatus.CRASHED, EvalStatus.TIMEOUT):
             self.details["log_tail"] = outcome.log_tail[-1500:]
         estimate = None if self.estimate is None else profile_record(self.cand.id, self.estimate, self.ref.xla_seconds)
+        sandbox = self.details.get("sandbox") or ""
         return Evaluation(self.cand.id, status, reason, tuple(self.checks), self.details, target=self.target,
-                          estimate=estimate, **extra)
+                          estimate=estimate, sandbox=sandbox, **extra)
 
     def _ended_badly(self, outcome: JobOutcome, who: str) -> Evaluation | None:
         error = outcome.last("error")

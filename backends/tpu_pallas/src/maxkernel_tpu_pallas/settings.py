@@ -1,0 +1,29 @@
+"""The backend's own config section, ``[eval]``: how candidates are judged on this machine."""
+
+from __future__ import annotations
+
+from attrs import define
+from maxkernel_core import SettingsSection
+
+
+@define
+class EvalSettings(SettingsSection):
+    """``[eval]`` (``MAXKERNEL_EVAL_*``): limits and inputs of the sandboxed judge."""
+
+    name = "eval"
+
+    #: Wall-clock limit for judging one candidate (the worker is killed past it).
+    timeout_s: float = 300.0
+    #: Address-space limit of a worker process, MiB (JAX alone maps about 2 GiB).
+    memory_mb: int = 8192
+    #: Input sets checked besides the task's own (new seeds, or regenerated values).
+    fresh_inputs: int = 3
+    #: Pre-warmed worker processes kept ready.
+    spares: int = 1
+    #: "auto" (a TPU when one is attached, else CPU interpret mode), "cpu" or "tpu".
+    device: str = "auto"
+
+
+def eval_settings(settings) -> EvalSettings:
+    """The run's ``[eval]`` section, or its defaults for settings made in code."""
+    return settings.section(EvalSettings.name, EvalSettings) if settings is not None else EvalSettings()
