@@ -103,6 +103,35 @@ def _svg(fig) -> str:
     return text[text.find("<svg"):]
 
 
+def _kind_figures(plt, rows, label: str) -> list[tuple[str, str]]:
+    """The speedup histogram and the roofline scatter of the tasks whose speed is of one kind."""
+    if not rows:
+        return []
+    out = []
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    logs = [math.log2(r.speedup) for r in rows]
+    ax.hist(logs, bins=min(20, max(5, len(rows))), color="#4c72b0")
+    ax.axvline(0, color="black", lw=1)
+    ax.set_xlabel("log2 speedup vs XLA (right of the line: faster)")
+    ax.set_ylabel("tasks")
+    ax.set_title(f"Speedup distribution, {label}")
+    out.append((f"Speedup distribution over {len(rows)} correct tasks ({label}).", _svg(fig)))
+    with_roof = [r for r in rows if r.roofline_fraction is not None and r.arithmetic_intensity]
+    if with_roof:
+        fig, ax = plt.subplots(figsize=(7, 3.6))
+        ax.scatter([r.arithmetic_intensity for r in with_roof], [r.roofline_fraction for r in with_roof],
+                   color="#dd8452")
+        for r in with_roof:
+            ax.annotate(short_name(r.task_id), (r.arithmetic_intensity, r.roofline_fraction), fontsize=7)
+        ax.set_xscale("log")
+        ax.set_ylim(0, 1.05)
+        ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+        ax.set_ylabel("fraction of roofline")
+        ax.set_title(f"Roofline fraction, {label}")
+        out.append((f"Fraction of the roofline reached by each kernel ({label}).", _svg(fig)))
+    return out
+
+
 def figures(bench) -> list[tuple[str, str]]:
     """(caption, inline SVG) for each figure; one set per speed kind, never pooled."""
     import matplotlib
@@ -112,32 +141,8 @@ def figures(bench) -> list[tuple[str, str]]:
 
     out = []
     for kind in ("estimated", "measured"):
-        rows = [r for r in bench.results if r.correct and r.speedup and r.speedup_kind == kind]
-        if not rows:
-            continue
-        label = KIND_LABEL[kind]
-        fig, ax = plt.subplots(figsize=(7, 3.2))
-        logs = [math.log2(r.speedup) for r in rows]
-        ax.hist(logs, bins=min(20, max(5, len(rows))), color="#4c72b0")
-        ax.axvline(0, color="black", lw=1)
-        ax.set_xlabel("log2 speedup vs XLA (right of the line: faster)")
-        ax.set_ylabel("tasks")
-        ax.set_title(f"Speedup distribution, {label}")
-        out.append((f"Speedup distribution over {len(rows)} correct tasks ({label}).", _svg(fig)))
-
-        with_roof = [r for r in rows if r.roofline_fraction is not None and r.arithmetic_intensity]
-        if with_roof:
-            fig, ax = plt.subplots(figsize=(7, 3.6))
-            ax.scatter([r.arithmetic_intensity for r in with_roof], [r.roofline_fraction for r in with_roof],
-                       color="#dd8452")
-            for r in with_roof:
-                ax.annotate(short_name(r.task_id), (r.arithmetic_intensity, r.roofline_fraction), fontsize=7)
-            ax.set_xscale("log")
-            ax.set_ylim(0, 1.05)
-            ax.set_xlabel("arithmetic intensity (FLOP/byte)")
-            ax.set_ylabel("fraction of roofline")
-            ax.set_title(f"Roofline fraction, {label}")
-            out.append((f"Fraction of the roofline reached by each kernel ({label}).", _svg(fig)))
+        out.extend(_kind_figures(plt, [r for r in bench.results if r.correct and r.speedup and r.speedup_kind == kind],
+                                 KIND_LABEL[kind]))
 
     fig, ax = plt.subplots(figsize=(max(7, 0.22 * len(bench.results)), 3.6))
     names = [short_name(r.task_id) for r in bench.results]

@@ -17,6 +17,7 @@ from ..plugins import DISCOVERY_HOOKS
 from ..serialize import to_json
 from .app import App, app_for
 from .group import cli
+from .progress import RunProgress, report_result
 
 INTERNAL_PLUGIN_PREFIX = "maxkernel-role-log-"
 
@@ -240,44 +241,18 @@ def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resu
     override_executor(app, executor, ray_address)
     settings = app.settings
     console = Console(stderr=True)
-    state = {"n": 0, "best": None, "line": "starting"}
-
-    def render() -> str:
-        best = state["best"]
-        if best is None:
-            best_text = "no verified kernel yet"
-        else:
-            p = best.evaluation.profile
-            kind = "est." if (p and p.estimated) else "measured"
-            speed = f", {p.speedup:.2f}x XLA ({kind})" if p and p.speedup else ""
-            best_text = f"best {best.candidate.id}{speed}"
-        return f"[bold]maxkernel run[/] {settings.run.strategy}/{settings.run.provider}: {state['n']} evaluations; " \
-               f"{best_text}; last: {state['line']}"
-
-    def observe(attempt) -> None:
-        state["n"] += 1
-        ev = attempt.evaluation
-        how = attempt.candidate.provenance
-        state["line"] = f"{how.transformation or how.role or 'candidate'} -> {ev.status.value}"
-        if ev.ok:
-            p = ev.profile
-            current = state["best"]
-            if current is None or (p and p.seconds and (not current.evaluation.profile
-                                                         or p.seconds < (current.evaluation.profile.seconds or 1e9))):
-                state["best"] = attempt
-        if live is not None:
-            live.update(render())
-
+    progress = RunProgress(settings)
     interactive = app.pm.registries.get("strategy", settings.run.strategy).cls.interactive
     # Started before the display: a missing extra or an unreachable cluster is one plain line.
     executor = executor_for(settings, app.pm)
-    live_display = contextlib.nullcontext(None) if interactive else Live(render(), console=console,
+    live_display = contextlib.nullcontext(None) if interactive else Live(progress.render(), console=console,
                                                                              refresh_per_second=4, transient=False)
     try:
         with live_display as live, contextlib.closing(executor):
+            progress.live = live
             try:
-                result = optimize(task_ref, settings=settings, pm=app.pm, resume=resume, observers=(observe,),
-                                  executor=executor)
+                result = optimize(task_ref, settings=settings, pm=app.pm, resume=resume,
+                                  observers=(progress.observe,), executor=executor)
             except KeyboardInterrupt:
                 if live is not None:
                     live.stop()
@@ -290,21 +265,4 @@ def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resu
         console.line()  # the progress line has no newline of its own: the error starts a line
         raise
     console.line()
-    out_dir = Path(settings.run.out)
-    if result.best is None:
-        console.print(f"[red]No verified kernel[/]: none of the {result.evaluations} candidates passed evaluation "
-                      f"(run {result.run_id}; `maxkernel runs show {result.run_id}` lists the verdicts). "
-                      f"The reference is not a result. Report: {out_dir / 'report.json'}")
-        return 1
-    p = result.best.evaluation.profile
-    speed = ""
-    if p and p.seconds:
-        kind = "estimated by the cost model" if p.estimated else "measured"
-        speed = f"; {p.seconds * 1e6:,.1f} us {kind}" + (f", {p.speedup:.2f}x XLA's" + (" estimate" if p.estimated else "")
-                                                          if p.speedup else "")
-    click.echo(f"Best kernel: {out_dir / 'kernel.py'} ({result.best.evaluation.status.value}: "
-               f"{result.best.evaluation.reason}{speed})")
-    click.echo(f"Report: {out_dir / 'report.html'} (and report.json); run {result.run_id} "
-               f"({result.evaluations} evaluations" + (f" and {result.rechecks} re-check of the best, not counted in "
-                                                     "--budget)" if result.rechecks else ")"))
-    return 0
+    return report_result(result, Path(settings.run.out), console)

@@ -33,43 +33,41 @@ def batched_inputs(program: Program) -> list[bool]:
         return isinstance(x, str) and carries.get(x, False)
 
     for eqn in program.eqns:
-        ins = [x for x in eqn.inputs if isinstance(x, str)]
-        any_in = any(carried(x) for x in ins)
-        shape = eqn.out_shapes[0]
-        p = eqn.prim
-        if not any_in:  # computed from weights and constants only: the same for every block
+        if not any(carried(x) for x in eqn.inputs):  # computed from weights and constants only: the same for every block
             for name in eqn.outputs:
                 carries[name] = False
             continue
-        if p in ELEMENTWISE_LIKE:
-            result = True
-        elif p == "broadcast_in_dim":
-            dims = tuple(eqn.params["broadcast_dimensions"])
-            result = bool(dims) and dims[0] == 0
-        elif p in ("reshape", "squeeze", "expand_dims"):
-            result = shape and shape[0] == batch and program.shapes[ins[0]][0] == batch
-        elif p in REDUCTIONS:
-            axes = tuple(eqn.params.get("axes", (eqn.params.get("axis", -1),)))
-            result = 0 not in axes
-        elif p == "transpose":
-            result = tuple(eqn.params["permutation"])[:1] == (0,)
-        elif p == "dot_general":
-            (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
-            lhs, rhs = eqn.inputs
-            if carried(lhs) and carried(rhs):
-                result = tuple(lb)[:1] == (0,) and tuple(rb)[:1] == (0,)
-            elif carried(lhs):
-                result = 0 not in lc and not lb
-            else:
-                result = False  # only the right side is batched: its batch axis lands elsewhere
-        else:
-            result = False
-        if not result:
-            raise Declined(f"{p} moves or mixes data across the leading axis (extent {batch}), so blocks of it "
-                           "are not independent")
+        if not _keeps_batch(eqn, program, batch, carried):
+            raise Declined(f"{eqn.prim} moves or mixes data across the leading axis (extent {batch}), so blocks of "
+                           "it are not independent")
         if len(eqn.outputs) != 1 or eqn.out_shapes[0][0] != batch:
-            raise Declined(f"{p} changes the leading axis")
+            raise Declined(f"{eqn.prim} changes the leading axis")
         carries[eqn.outputs[0]] = True
     if not carried(out):
         raise Declined("the output does not carry the batch axis")
     return [carries[name] for name in program.inputs]
+
+
+def _keeps_batch(eqn, program: Program, batch: int, carried) -> bool:
+    """Whether an op whose input carries the batch axis keeps it as its own axis 0, rows apart."""
+    p = eqn.prim
+    if p in ELEMENTWISE_LIKE:
+        return True
+    if p == "broadcast_in_dim":
+        dims = tuple(eqn.params["broadcast_dimensions"])
+        return bool(dims) and dims[0] == 0
+    if p in ("reshape", "squeeze", "expand_dims"):
+        first = next(x for x in eqn.inputs if isinstance(x, str))
+        shape = eqn.out_shapes[0]
+        return bool(shape) and shape[0] == batch and program.shapes[first][0] == batch
+    if p in REDUCTIONS:
+        return 0 not in tuple(eqn.params.get("axes", (eqn.params.get("axis", -1),)))
+    if p == "transpose":
+        return tuple(eqn.params["permutation"])[:1] == (0,)
+    if p == "dot_general":
+        (lc, _), (lb, rb) = eqn.params["dimension_numbers"]
+        lhs, rhs = eqn.inputs
+        if carried(lhs) and carried(rhs):
+            return tuple(lb)[:1] == (0,) and tuple(rb)[:1] == (0,)
+        return carried(lhs) and 0 not in lc and not lb  # only the right side batched: its axis lands elsewhere
+    return False

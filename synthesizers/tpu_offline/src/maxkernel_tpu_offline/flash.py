@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 import numpy as np
+from attrs import define
 
 from .attention import AttentionSpec, Clause, Operand
 from .blocks import block_helper_source, itemsize, legal_block, sublane_align
@@ -182,59 +183,123 @@ def _spec_source(op: Operand, arg: str, grid_names: list[str], k_index: str) -> 
     return f"pl.BlockSpec(({', '.join(block)},), lambda {args}: ({', '.join(index)},))"
 
 
-def module_source(spec: AttentionSpec, task_id: str, params: dict[str, int], why: str, n_dynamic: int,
-                  numbers: list[str]) -> str:
-    def fill(text: str) -> str:
-        return re.sub(r"\{c(\d+)\}", lambda m: numbers[int(m[1])], text)
+@define
+class _Module:
+    """What every part of the generated module needs: the spec, the argument names, the operands' layouts."""
 
+    spec: AttentionSpec
+    numbers: list[str]
+    args: list[str]
+    bnames: list[str]
+    gnames: list[str]
+    views: list[str]
+    transposed: list[str]
+    out_perm: list[int]
+    out_dims: list[str]
+
+    @property
+    def ng(self) -> int:
+        return len(self.spec.grid)
+
+    @property
+    def out_moved(self) -> bool:
+        return self.out_perm != list(range(len(self.spec.operand("out").roles)))
+
+    @property
+    def clamp(self) -> bool:
+        return bool(self.spec.skip and (self.spec.k_first or self.spec.k_last))
+
+    def fill(self, text: str) -> str:
+        return re.sub(r"\{c(\d+)\}", lambda m: self.numbers[int(m[1])], text)
+
+
+def _module(spec: AttentionSpec, n_dynamic: int, numbers: list[str]) -> _Module:
     args = [f"a{i}" for i in range(n_dynamic)]
-    q, k, v, out = (spec.operand(r) for r in ("q", "k", "v", "out"))
     biases = spec.biases
-    ng = len(spec.grid)
-    gnames = [f"n{g}" for g in range(ng)]
     bnames = [f"b{i}" for i in range(len(biases))]
-
     views, transposed = [], []
-    for name, op in [("q", q), ("k", k), ("v", v), *zip(bnames, biases, strict=False)]:
+    named = [("q", spec.operand("q")), ("k", spec.operand("k")), ("v", spec.operand("v")),
+             *zip(bnames, biases, strict=True)]
+    for name, op in named:
         text, moved = _view_source(op, args[op.input])
         views.append(f"    {name} = {text}")
         if moved:
             transposed.append(name)
+    out = spec.operand("out")
     out_perm, out_roles, _ = _view(out)
-    out_dims = []
-    for role in out_roles:
-        out_dims.append(f"n{role[1]}" if role[0] == "grid" else {"one": "1", "q": "sq", "e": "ev"}[role[0]])
-    out_moved = out_perm != list(range(len(out.roles)))
-    if out_moved:
+    out_dims = [f"n{role[1]}" if role[0] == "grid" else {"one": "1", "q": "sq", "e": "ev"}[role[0]]
+                for role in out_roles]
+    if out_perm != list(range(len(out.roles))):
         transposed.append("the output")
+    return _Module(spec, numbers, args, bnames, [f"n{g}" for g in range(len(spec.grid))], views, transposed,
+                   out_perm, out_dims)
 
-    clamp = spec.skip and (spec.k_first or spec.k_last)
-    k_index = "_key_block(i, j)" if clamp else "j"
-    in_specs = [_spec_source(op, args[op.input], gnames, "j" if op.role == "q" else k_index)
-                for op in (q, k, v, *biases)]
-    out_spec = _spec_source(out, "out", gnames, "j")
-    semantics = ", ".join(['"parallel"'] * (ng + 1) + ['"arbitrary"'])
 
-    heads = [f for f in spec.features if f.startswith("grouped-query")]
-    features = "; ".join(f for f in spec.features if f not in heads) or "no mask or bias"
-    layout = (f" {', '.join(transposed)} {'is' if len(transposed) == 1 else 'are'} transposed around the kernel "
-              "so that the blocked axes are the last two." if transposed else "")
-    doc_why = (f"Why: {why}. Fused: q·kᵀ over the head dim, the reference's score pipeline ({features}), an online "
-               "softmax over the key blocks in place of its max/exp/sum/divide, and the product with v; f32 running "
-               f"max, sum and accumulator in VMEM scratch, the key axis innermost ('arbitrary')."
-               f"{' ' + heads[0][0].upper() + heads[0][1:] + '.' if heads else ''}{layout}")
+def _doc_why(m: _Module, why: str) -> str:
+    heads = [f for f in m.spec.features if f.startswith("grouped-query")]
+    features = "; ".join(f for f in m.spec.features if f not in heads) or "no mask or bias"
+    layout = (f" {', '.join(m.transposed)} {'is' if len(m.transposed) == 1 else 'are'} transposed around the kernel "
+              "so that the blocked axes are the last two." if m.transposed else "")
+    return (f"Why: {why}. Fused: q·kᵀ over the head dim, the reference's score pipeline ({features}), an online "
+            "softmax over the key blocks in place of its max/exp/sum/divide, and the product with v; f32 running "
+            f"max, sum and accumulator in VMEM scratch, the key axis innermost ('arbitrary')."
+            f"{' ' + heads[0][0].upper() + heads[0][1:] + '.' if heads else ''}{layout}")
 
-    score_args = ["s", "qpos", "kpos", *[f"g{g}" for g in range(ng)], *bnames]
-    bias_loads = [f"{b}_ref[...] != 0" if op.dtype == "bool" else f"{b}_ref[...]" for b, op in zip(bnames, biases, strict=False)]
-    lines = [HEADER.format(title=f"Flash attention for {task_id}.", task_id=task_id, why=doc_why, params=params,
-                           constants="\n".join(f"{key} = {value}" for key, value in params.items()),
-                           block_helper=block_helper_source()), "",
-             f"def _scores({', '.join(score_args)}, *, masked, sq, sk, hd, ev):",
-             "    \"\"\"The reference's score pipeline on one (query block, key block) tile of q·kᵀ.\"\"\"",
-             *[f"    {fill(line)}" for line in spec.score_lines], "", ""]
-    lines += [
-        f"def _flash_attention_kernel(q_ref, k_ref, v_ref, {''.join(b + '_ref, ' for b in bnames)}o_ref, m_ref, l_ref, "
-        "acc_ref, *, bq, bk, sq, sk, hd, ev):",
+
+def _scores_source(m: _Module) -> list[str]:
+    score_args = ["s", "qpos", "kpos", *[f"g{g}" for g in range(m.ng)], *m.bnames]
+    return [f"def _scores({', '.join(score_args)}, *, masked, sq, sk, hd, ev):",
+            "    \"\"\"The reference's score pipeline on one (query block, key block) tile of q·kᵀ.\"\"\"",
+            *[f"    {m.fill(line)}" for line in m.spec.score_lines], "", ""]
+
+
+def _step_source(m: _Module) -> list[str]:
+    """The online-softmax update of one (query block, key block) tile."""
+    spec = m.spec
+    bias_loads = [f"{b}_ref[...] != 0" if op.dtype == "bool" else f"{b}_ref[...]"
+                  for b, op in zip(m.bnames, spec.biases, strict=True)]
+    return [
+        "    def _step(masked):",
+        *[f"        {m.fill(line)}" for line in spec.q_lines + spec.k_lines + spec.v_lines],
+        "        s = jax.lax.dot_general(q, k, (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32)",
+        *([f"        s = s.astype({_jnp(spec.dot1_dtype)})"] if spec.dot1_dtype != "float32" else []),
+        "        qpos = q_lo + jax.lax.broadcasted_iota(jnp.int32, s.shape, 0)",
+        "        kpos = k_lo + jax.lax.broadcasted_iota(jnp.int32, s.shape, 1)",
+        f"        s = _scores(s, qpos, kpos, {''.join(f'g{g}, ' for g in range(m.ng))}"
+        f"{''.join(b + ', ' for b in bias_loads)}masked=masked, sq=sq, sk=sk, hd=hd, ev=ev)",
+        "        s = s.astype(jnp.float32)",
+        "        m_prev = m_ref[...]",
+        "        m_next = jnp.maximum(m_prev, jnp.max(s, axis=1, keepdims=True))",
+        "        m_safe = jnp.where(m_next == -jnp.inf, 0.0, m_next)  # rows whose keys so far are all masked",
+        "        alpha = jnp.exp(m_prev - m_safe)",
+        "        p = jnp.exp(s - m_safe)",
+        "        l_ref[...] = alpha * l_ref[...] + jnp.sum(p, axis=1, keepdims=True)",
+        f"        pv = jax.lax.dot_general(p.astype({_jnp(spec.p_dtype)}), v, (((1,), (0,)), ((), ())), "
+        "preferred_element_type=jnp.float32)",
+        "        acc_ref[...] = alpha * acc_ref[...] + pv",
+        "        m_ref[...] = m_next",
+        ""]
+
+
+def _dispatch_source(m: _Module) -> list[str]:
+    """Which steps run: all of them, or (with a mask) the unmasked fast path, the masked one, or none."""
+    spec = m.spec
+    if not spec.clauses:
+        return ["    _step(True)"]
+    lines = [f"    visible = {m.fill(spec.visible)}" if spec.skip else "    visible = True",
+             f"    full = {m.fill(spec.full)}",
+             "    pl.when(full)(functools.partial(_step, False))  # no key of the block is masked",
+             "    pl.when(jnp.logical_and(visible, jnp.logical_not(full)))(functools.partial(_step, True))"]
+    if spec.skip:
+        lines[-1] += "  # blocks the mask hides entirely are skipped"
+    return lines
+
+
+def _kernel_source(m: _Module) -> list[str]:
+    ng = m.ng
+    return [
+        f"def _flash_attention_kernel(q_ref, k_ref, v_ref, {''.join(b + '_ref, ' for b in m.bnames)}o_ref, m_ref, "
+        "l_ref, acc_ref, *, bq, bk, sq, sk, hd, ev):",
         "    \"\"\"One (query block, key block) step: scores, online softmax update; the output at the last key block.\"\"\"",
         *[f"    g{g} = pl.program_id({g})" for g in range(ng)],
         f"    qi = pl.program_id({ng})",
@@ -250,80 +315,77 @@ def module_source(spec: AttentionSpec, task_id: str, params: dict[str, int], why
         "        l_ref[...] = jnp.zeros_like(l_ref)",
         "        acc_ref[...] = jnp.zeros_like(acc_ref)",
         "",
-        "    def _step(masked):",
-        *[f"        {fill(line)}" for line in spec.q_lines + spec.k_lines + spec.v_lines],
-        "        s = jax.lax.dot_general(q, k, (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32)",
-        *([f"        s = s.astype({_jnp(spec.dot1_dtype)})"] if spec.dot1_dtype != "float32" else []),
-        "        qpos = q_lo + jax.lax.broadcasted_iota(jnp.int32, s.shape, 0)",
-        "        kpos = k_lo + jax.lax.broadcasted_iota(jnp.int32, s.shape, 1)",
-        f"        s = _scores(s, qpos, kpos, {''.join(f'g{g}, ' for g in range(ng))}{''.join(b + ', ' for b in bias_loads)}"
-        "masked=masked, sq=sq, sk=sk, hd=hd, ev=ev)",
-        "        s = s.astype(jnp.float32)",
-        "        m_prev = m_ref[...]",
-        "        m_next = jnp.maximum(m_prev, jnp.max(s, axis=1, keepdims=True))",
-        "        m_safe = jnp.where(m_next == -jnp.inf, 0.0, m_next)  # rows whose keys so far are all masked",
-        "        alpha = jnp.exp(m_prev - m_safe)",
-        "        p = jnp.exp(s - m_safe)",
-        "        l_ref[...] = alpha * l_ref[...] + jnp.sum(p, axis=1, keepdims=True)",
-        f"        pv = jax.lax.dot_general(p.astype({_jnp(spec.p_dtype)}), v, (((1,), (0,)), ((), ())), "
-        "preferred_element_type=jnp.float32)",
-        "        acc_ref[...] = alpha * acc_ref[...] + pv",
-        "        m_ref[...] = m_next",
-        ""]
-    if spec.clauses:
-        lines += [f"    visible = {fill(spec.visible)}" if spec.skip else "    visible = True",
-                  f"    full = {fill(spec.full)}",
-                  "    pl.when(full)(functools.partial(_step, False))  # no key of the block is masked",
-                  "    pl.when(jnp.logical_and(visible, jnp.logical_not(full)))(functools.partial(_step, True))"]
-        if spec.skip:
-            lines[-1] += "  # blocks the mask hides entirely are skipped"
-    else:
-        lines += ["    _step(True)"]
-    lines += [
+        *_step_source(m),
+        *_dispatch_source(m),
         "",
         f"    @pl.when(ki == pl.num_programs({ng + 1}) - 1)",
         "    def _finish():",
-        f"        o = (acc_ref[...] / l_ref[...]).astype({_jnp(spec.dot2_dtype)})",
-        *[f"        {fill(line)}" for line in spec.out_lines],
+        f"        o = (acc_ref[...] / l_ref[...]).astype({_jnp(m.spec.dot2_dtype)})",
+        *[f"        {m.fill(line)}" for line in m.spec.out_lines],
         "        o_ref[...] = o.astype(o_ref.dtype)", "", ""]
-    lines += [
-        f"def computation({', '.join(args)}, *static):",
-        *views,
-        *[f"    n{g} = {args[q.input]}.shape[{axis}]" for g, (axis, _) in enumerate(spec.grid)],
+
+
+def _key_block_source(m: _Module) -> list[str]:
+    """The clamp of skipped steps' key blocks to the visible range (no copy for a step that does nothing)."""
+    spec = m.spec
+    if not m.clamp:
+        return []
+    return [
+        "    def _key_block(i, j):",
+        "        \"\"\"The key block step (i, j) reads, kept inside the query block's visible range: a skipped step",
+        "        then asks for the block already in VMEM, so it costs no copy (lax.div: the bound is >= 0).\"\"\"",
+        "        q_lo = i * bq",
+        "        q_hi = q_lo + bq - 1",
+        *([f"        j = jnp.maximum(j, jnp.minimum(jax.lax.div(jnp.maximum({m.fill(spec.k_first)}, 0), bk), nk - 1))"]
+          if spec.k_first else []),
+        *([f"        j = jnp.minimum(j, jnp.minimum(jax.lax.div(jnp.maximum({m.fill(spec.k_last)}, 0), bk), nk - 1))"]
+          if spec.k_last else []),
+        "        return j",
+        ""]
+
+
+def _computation_source(m: _Module) -> list[str]:
+    spec = m.spec
+    q, out = spec.operand("q"), spec.operand("out")
+    k_index = "_key_block(i, j)" if m.clamp else "j"
+    in_specs = [_spec_source(op, m.args[op.input], m.gnames, "j" if op.role == "q" else k_index)
+                for op in (q, spec.operand("k"), spec.operand("v"), *spec.biases)]
+    semantics = ", ".join(['"parallel"'] * (m.ng + 1) + ['"arbitrary"'])
+    return [
+        f"def computation({', '.join(m.args)}, *static):",
+        *m.views,
+        *[f"    n{g} = {m.args[q.input]}.shape[{axis}]" for g, (axis, _) in enumerate(spec.grid)],
         "    sq, hd = q.shape[-2], q.shape[-1]",
         "    sk, ev = k.shape[-2], v.shape[-1]",
         f"    bq = _block(sq, BLOCK_Q, {q_align(spec)})",
         f"    bk = _block(sk, BLOCK_K, {K_ALIGN})",
         "    nq, nk = sq // bq, sk // bk",
-        ""]
-    if clamp:
-        lines += [
-            "    def _key_block(i, j):",
-            "        \"\"\"The key block step (i, j) reads, kept inside the query block's visible range: a skipped step",
-            "        then asks for the block already in VMEM, so it costs no copy (lax.div: the bound is >= 0).\"\"\"",
-            "        q_lo = i * bq",
-            "        q_hi = q_lo + bq - 1",
-            *([f"        j = jnp.maximum(j, jnp.minimum(jax.lax.div(jnp.maximum({fill(spec.k_first)}, 0), bk), nk - 1))"]
-              if spec.k_first else []),
-            *([f"        j = jnp.minimum(j, jnp.minimum(jax.lax.div(jnp.maximum({fill(spec.k_last)}, 0), bk), nk - 1))"]
-              if spec.k_last else []),
-            "        return j",
-            ""]
-    lines += [
+        "",
+        *_key_block_source(m),
         "    out = pl.pallas_call(",
         "        functools.partial(_flash_attention_kernel, bq=bq, bk=bk, sq=sq, sk=sk, hd=hd, ev=ev),",
-        f"        out_shape=jax.ShapeDtypeStruct(({', '.join(out_dims)},), {_jnp(out.dtype)}),",
-        f"        grid=({''.join(n + ', ' for n in gnames)}nq, nk),",
+        f"        out_shape=jax.ShapeDtypeStruct(({', '.join(m.out_dims)},), {_jnp(out.dtype)}),",
+        f"        grid=({''.join(n + ', ' for n in m.gnames)}nq, nk),",
         "        in_specs=[",
         *[f"            {s}," for s in in_specs],
         "        ],",
-        f"        out_specs={out_spec},",
+        f"        out_specs={_spec_source(out, 'out', m.gnames, 'j')},",
         "        scratch_shapes=[pltpu.VMEM((bq, 1), jnp.float32), pltpu.VMEM((bq, 1), jnp.float32),",
         "                        pltpu.VMEM((bq, ev), jnp.float32)],",
         "        compiler_params=pltpu.CompilerParams(",
         f"            dimension_semantics=({semantics}),",
         "            vmem_limit_bytes=VMEM_LIMIT_BYTES),",
-        f"    )(q, k, v{''.join(', ' + b for b in bnames)})",
-        f"    return jnp.transpose(out, {tuple(int(x) for x in np.argsort(out_perm))})" if out_moved else "    return out",
+        f"    )(q, k, v{''.join(', ' + b for b in m.bnames)})",
+        f"    return jnp.transpose(out, {tuple(int(x) for x in np.argsort(m.out_perm))})" if m.out_moved
+        else "    return out",
         ""]
-    return "\n".join(lines)
+
+
+def module_source(spec: AttentionSpec, task_id: str, params: dict[str, int], why: str, n_dynamic: int,
+                  numbers: list[str]) -> str:
+    """The candidate module: the score pipeline, the flash kernel, and ``computation`` around them."""
+    m = _module(spec, n_dynamic, numbers)
+    header = HEADER.format(title=f"Flash attention for {task_id}.", task_id=task_id, why=_doc_why(m, why),
+                           constants="\n".join(f"{key} = {value}" for key, value in params.items()),
+                           block_helper=block_helper_source())
+    return "\n".join([header, "", *_scores_source(m), *_kernel_source(m), *_computation_source(m)])

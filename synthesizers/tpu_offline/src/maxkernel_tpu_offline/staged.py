@@ -62,6 +62,7 @@ class StagedSpec:
 
 
 def _matmuls(jaxpr, repeat: int, out: list[Matmul]) -> None:
+    """Every matmul and convolution of ``jaxpr`` as the kernels will run it, loops' bodies per trip."""
     from jax.extend import core as jex_core
 
     for eqn in jaxpr.eqns:
@@ -70,35 +71,9 @@ def _matmuls(jaxpr, repeat: int, out: list[Matmul]) -> None:
             raise Declined("ragged_dot_general (a grouped matmul whose group sizes are only known at run time) has "
                            "no kernel lowering: it needs a scalar-prefetched group table (a Megablox-style kernel)")
         if name == "dot_general":
-            (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
-            lhs, rhs = (v.aval for v in eqn.invars)
-            if not all("float" in str(a.dtype) for a in (lhs, rhs)):
-                raise Declined(f"an integer matmul ({lhs.dtype} x {rhs.dtype}) has no kernel lowering here")
-            size = lambda a, dims: math.prod(a.shape[d] for d in dims)  # noqa: E731
-            lf = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
-            rf = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
-            out.append(Matmul(size(lhs, lb), size(lhs, lf), size(rhs, rf), size(lhs, lc), str(lhs.dtype), repeat,
-                              out_dtype=str(eqn.outvars[0].aval.dtype)))
+            out.append(_dot_matmul(eqn, repeat))
         elif name == "conv_general_dilated":
-            if eqn.params.get("batch_group_count", 1) != 1:
-                raise Declined("a convolution with batch_group_count > 1 (a weight gradient) has no im2col lowering")
-            lhs, rhs = (v.aval for v in eqn.invars)
-            res = eqn.outvars[0].aval
-            lhs_spec, rhs_spec, out_spec = eqn.params["dimension_numbers"]
-            groups = eqn.params["feature_group_count"]
-            taps = math.prod(rhs.shape[d] for d in rhs_spec[2:])
-            positions = res.shape[out_spec[0]] * math.prod(res.shape[d] for d in out_spec[2:])
-            classes = 1  # a transposed convolution runs as one convolution per output residue class
-            if (max(eqn.params["lhs_dilation"]) > 1 and set(eqn.params["window_strides"]) == {1}
-                    and set(eqn.params["rhs_dilation"]) == {1}):
-                classes = math.prod(eqn.params["lhs_dilation"])
-            k = max(taps // classes, 1) * rhs.shape[rhs_spec[1]]
-            batch = res.shape[out_spec[0]]
-            patches = positions // classes * k * itemsize(str(lhs.dtype))
-            chunks = next((d for d in range(1, batch + 1) if batch % d == 0
-                           and patches // d <= staged_runtime.PATCH_BYTES), batch)  # as the runtime splits the batch
-            out.append(Matmul(groups * classes, positions // classes // chunks, rhs.shape[rhs_spec[0]] // groups,
-                              k, str(lhs.dtype), repeat * chunks, "conv_general_dilated", str(res.dtype)))
+            out.append(_conv_matmul(eqn, repeat))
         length = int(eqn.params.get("length", 1)) if name == "scan" else 1
         for value in eqn.params.values():
             for item in value if isinstance(value, (tuple, list)) else (value,):
@@ -106,6 +81,44 @@ def _matmuls(jaxpr, repeat: int, out: list[Matmul]) -> None:
                     _matmuls(item.jaxpr, repeat * length, out)
                 elif isinstance(item, jex_core.Jaxpr):
                     _matmuls(item, repeat * length, out)
+
+
+def _dot_matmul(eqn, repeat: int) -> Matmul:
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lhs, rhs = (v.aval for v in eqn.invars)
+    if not all("float" in str(a.dtype) for a in (lhs, rhs)):
+        raise Declined(f"an integer matmul ({lhs.dtype} x {rhs.dtype}) has no kernel lowering here")
+
+    def size(a, dims):
+        return math.prod(a.shape[d] for d in dims)
+
+    lf = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
+    rf = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
+    return Matmul(size(lhs, lb), size(lhs, lf), size(rhs, rf), size(lhs, lc), str(lhs.dtype), repeat,
+                  out_dtype=str(eqn.outvars[0].aval.dtype))
+
+
+def _conv_matmul(eqn, repeat: int) -> Matmul:
+    """A convolution as the runtime's im2col matmul: patches (positions x taps*channels) @ weights."""
+    if eqn.params.get("batch_group_count", 1) != 1:
+        raise Declined("a convolution with batch_group_count > 1 (a weight gradient) has no im2col lowering")
+    lhs, rhs = (v.aval for v in eqn.invars)
+    res = eqn.outvars[0].aval
+    _, rhs_spec, out_spec = eqn.params["dimension_numbers"]
+    groups = eqn.params["feature_group_count"]
+    taps = math.prod(rhs.shape[d] for d in rhs_spec[2:])
+    positions = res.shape[out_spec[0]] * math.prod(res.shape[d] for d in out_spec[2:])
+    classes = 1  # a transposed convolution runs as one convolution per output residue class
+    if (max(eqn.params["lhs_dilation"]) > 1 and set(eqn.params["window_strides"]) == {1}
+            and set(eqn.params["rhs_dilation"]) == {1}):
+        classes = math.prod(eqn.params["lhs_dilation"])
+    k = max(taps // classes, 1) * rhs.shape[rhs_spec[1]]
+    batch = res.shape[out_spec[0]]
+    patches = positions // classes * k * itemsize(str(lhs.dtype))
+    chunks = next((d for d in range(1, batch + 1) if batch % d == 0
+                   and patches // d <= staged_runtime.PATCH_BYTES), batch)  # as the runtime splits the batch
+    return Matmul(groups * classes, positions // classes // chunks, rhs.shape[rhs_spec[0]] // groups,
+                  k, str(lhs.dtype), repeat * chunks, "conv_general_dilated", str(res.dtype))
 
 
 def analyse_staged(closed) -> StagedSpec:

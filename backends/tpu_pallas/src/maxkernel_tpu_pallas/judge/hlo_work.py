@@ -101,17 +101,10 @@ class _Counter:
         return flops
 
     def walk_op(self, op: ir.Operation, times: int, in_kernel: bool) -> int:
-        full, name = op.name, _short(op.name)
-        if full == "func.call" or name == "call":
-            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-            body = self.functions.get(callee)
-            if body is None:
-                return 0
-            if callee.startswith(KERNEL_FUNCTION) and not in_kernel:
-                flops = self.walk_region(body.regions[0], times, True)
-                self._kernel(callee, op, flops, times, grid=None)
-                return flops
-            return self.walk_region(body.regions[0], times, in_kernel)
+        """Count one op (``times`` over, from the loops around it); returns the matmul FLOPs it holds."""
+        name = _short(op.name)
+        if op.name == "func.call" or name == "call":
+            return self._call(op, times, in_kernel)
         if name == "composite":  # a named op (e.g. a GELU) with its decomposition as a function: count that
             body = self.functions.get(ir.FlatSymbolRefAttr(op.attributes["decomposition"]).value)
             return self.walk_region(body.regions[0], times, in_kernel) if body is not None else 0
@@ -126,24 +119,37 @@ class _Counter:
             return sum(self.walk_region(r, times * trips, in_kernel) for r in op.regions)
         if name in ("case", "if"):  # one arm runs: charge the dearest
             return self._branches(op, times, in_kernel)
+        return self._arithmetic(op, name, times, in_kernel)
+
+    def _call(self, op: ir.Operation, times: int, in_kernel: bool) -> int:
+        callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        body = self.functions.get(callee)
+        if body is None:
+            return 0
+        if callee.startswith(KERNEL_FUNCTION) and not in_kernel:
+            flops = self.walk_region(body.regions[0], times, True)
+            self._kernel(callee, op, flops, times, grid=None)
+            return flops
+        return self.walk_region(body.regions[0], times, in_kernel)
+
+    def _arithmetic(self, op: ir.Operation, name: str, times: int, in_kernel: bool) -> int:
+        """An op without regions to follow: matmul FLOPs, element-ops, or (outside kernels) an unknown op
+        charged at its largest operand's size."""
+        full = op.name
         if name in MATMUL:
             flops = times * matmul_flops(op)
             if not in_kernel:
                 self.glue(name, "glue_flops", flops)
             return flops
-        if name in FREE or full in ("func.return", "stablehlo.return"):
+        if name in FREE or full in ("func.return", "stablehlo.return") or in_kernel:
             return 0
         if name in ELEMENTWISE:
-            if not in_kernel:
-                self.glue(name, "glue_elementwise", times * max(_elements(r.type) for r in op.results))
-            return 0
-        if name in REDUCING:
+            self.glue(name, "glue_elementwise", times * max(_elements(r.type) for r in op.results))
+        elif name in REDUCING:
             read = max([_elements(v.type) for v in op.operands] + [1])
             body_ops = sum(1 for r in op.regions for b in r.blocks for o in b.operations) or 1
-            if not in_kernel:
-                self.glue(name, "glue_elementwise", times * read * max(body_ops - 1, 1))
-            return 0
-        if not in_kernel:
+            self.glue(name, "glue_elementwise", times * read * max(body_ops - 1, 1))
+        else:
             self.stats["unknown_ops"][full] = self.stats["unknown_ops"].get(full, 0) + 1
             size = max([_elements(v.type) for v in (*op.operands, *op.results)] + [1])
             self.glue(full, "glue_elementwise", times * size)

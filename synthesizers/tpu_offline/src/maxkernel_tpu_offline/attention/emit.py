@@ -49,6 +49,25 @@ class Emitter:
 
     def affine(self, node: Node):
         """{axis name: coefficient}, constant; or None when ``node`` is not affine in whole axes."""
+        terms = self._leaf_terms(node)
+        if terms is None:
+            return None
+        leaves, const = terms
+        axes: dict[str, int] = {}
+        for leaf, c in leaves.items():
+            if c == 0:
+                continue
+            name, ax = self._axis_of(leaf)
+            if name in axes:
+                continue
+            unit = self._whole_axis_coefficient(leaves, leaf, c, ax)
+            if unit is None:
+                return None
+            axes[name] = unit
+        return axes, const
+
+    def _leaf_terms(self, node: Node) -> tuple[dict[int, int], int] | None:
+        """({leaf variable: coefficient}, constant) of an integer affine expression, or None."""
         leaves: dict[int, int] = {}
         const = 0
         stack = [(node, 1)]
@@ -57,39 +76,26 @@ class Emitter:
             if isinstance(n, Lit) and "int" in n.dtype:
                 const += coef * int(n.value)
             elif isinstance(n, Coord):
-                lv = self.rec.L(n.var)
                 stride = 1
-                for leaf in reversed(lv):
+                for leaf in reversed(self.rec.L(n.var)):
                     leaves[leaf] = leaves.get(leaf, 0) + coef * stride
                     stride *= self.rec.ext(leaf)
-            elif isinstance(n, Op) and n.prim in ("add", "sub"):
-                stack += [(n.args[0], coef), (n.args[1], coef if n.prim == "add" else -coef)]
-            elif isinstance(n, Op) and n.prim == "neg":
-                stack.append((n.args[0], -coef))
-            elif isinstance(n, Op) and n.prim == "convert_element_type" and "int" in n.dtype and "int" in n.args[0].dtype:
-                stack.append((n.args[0], coef))
-            elif isinstance(n, Op) and n.prim == "mul" and any(isinstance(a, Lit) and "int" in a.dtype for a in n.args):
-                lit = next(a for a in n.args if isinstance(a, Lit))
-                other = n.args[1] if lit is n.args[0] else n.args[0]
-                stack.append((other, coef * int(lit.value)))
+            elif isinstance(n, Op) and _affine_step(n) is not None:
+                stack += [(arg, coef * factor) for arg, factor in _affine_step(n)]
             else:
                 return None
-        axes: dict[str, int] = {}
-        for leaf, c in leaves.items():
-            if c == 0:
-                continue
-            name, ax = self._axis_of(leaf)
-            if name in axes:
-                continue
-            strides, s = {}, 1
-            for x in reversed(ax):
-                strides[x] = s
-                s *= self.rec.ext(x)
-            unit = c // strides[leaf]
-            if c % strides[leaf] or any(leaves.get(x, 0) != unit * strides[x] for x in ax):
-                return None
-            axes[name] = unit
-        return axes, const
+        return leaves, const
+
+    def _whole_axis_coefficient(self, leaves: dict[int, int], leaf: int, c: int, ax: tuple) -> int | None:
+        """The coefficient of axis ``ax`` when its leaves appear with its own strides, else None."""
+        strides, s = {}, 1
+        for x in reversed(ax):
+            strides[x] = s
+            s *= self.rec.ext(x)
+        unit = c // strides[leaf]
+        if c % strides[leaf] or any(leaves.get(x, 0) != unit * strides[x] for x in ax):
+            return None
+        return unit
 
     def coord(self, var) -> str:
         lv = self.rec.L(var)
@@ -282,3 +288,18 @@ class Emitter:
                 raise Declined(f"no emitter for {n.prim} after the attention")
             lines.append(f"o = {text}")
         return lines
+
+
+def _affine_step(n: Op) -> list[tuple[Node, int]] | None:
+    """The arguments of an integer op that keeps an expression affine, each with its factor; None otherwise."""
+    if n.prim in ("add", "sub"):
+        return [(n.args[0], 1), (n.args[1], 1 if n.prim == "add" else -1)]
+    if n.prim == "neg":
+        return [(n.args[0], -1)]
+    if n.prim == "convert_element_type" and "int" in n.dtype and "int" in n.args[0].dtype:
+        return [(n.args[0], 1)]
+    if n.prim == "mul" and any(isinstance(a, Lit) and "int" in a.dtype for a in n.args):
+        lit = next(a for a in n.args if isinstance(a, Lit))
+        other = n.args[1] if lit is n.args[0] else n.args[0]
+        return [(other, int(lit.value))]
+    return None

@@ -7,6 +7,7 @@ import math
 from ..ir import Declined, Program
 from .emit import Emitter
 from .interpreter import Interpreter
+from .layout import find_axes, operands
 from .spec import AttentionSpec, Clause, Operand, _is_neg, _strip
 from .symbols import Coord, Dot, In, Lit, Node, Op, Pos, Reduce, Val, walk
 
@@ -44,8 +45,20 @@ class Recognizer:
     # -- matching the softmax and the two matmuls
 
     def match(self) -> AttentionSpec:
-        out = self.out
-        node, epilogue = out.node, []
+        dot2, epilogue, norm_after = self._output_matmul()
+        p_side, v_side, scores, keys = self._softmax(dot2, norm_after)
+        dot1, contract1, q_node, k_node = self._first_matmul(scores, keys)
+        q_in, k_in, v_in = (self._single_input(n, what) for n, what in ((q_node, "q"), (k_node, "k"), (v_side, "v")))
+        k_free = self.deps(k_node) - contract1 - self.deps(q_node)
+        if k_free != keys:
+            raise Declined(f"the first matmul's key-side free axes ({self._describe(k_free)}) are not the axes the "
+                           f"softmax normalises over ({self._describe(keys)})")
+        return self._layout(q_in, k_in, v_in, q_node, k_node, v_side, dot1, dot2, scores, keys, contract1,
+                            epilogue, p_side)
+
+    def _output_matmul(self) -> tuple[Dot, list, Node | None]:
+        """(the second matmul, the elementwise epilogue after it, a normaliser divided after it or None)."""
+        node, epilogue = self.out.node, []
         while isinstance(node, Op) and node.prim != "select_n" and \
                 len([a for a in node.args if not isinstance(a, Lit)]) == 1:
             epilogue.append(node)
@@ -55,18 +68,24 @@ class Recognizer:
             norm_after, node = node.args[1], _strip(node.args[0])
         if not isinstance(node, Dot):
             raise Declined("the output is not a matmul of softmax weights with v")
-        dot2 = node
+        return node, epilogue, norm_after
+
+    def _softmax(self, dot2: Dot, norm_after) -> tuple[Node, Node, Node, frozenset]:
+        """(the weights side, the v side, the scores, the key variables) of a softmax over the keys feeding ``dot2``."""
         sides = ((dot2.lhs, dot2.rhs), (dot2.rhs, dot2.lhs))
         found = next(((p, v, w) for p, v in sides if (w := self._weights(p, norm_after)) is not None), None)
         if found is None:
             raise Declined("no softmax (exp(s - max) / sum exp) feeds the second matmul")
-        p_side, v_side, weights = found
-        _, keys_reduce, scores = weights
+        p_side, v_side, (_, keys_reduce, scores) = found
         keys = frozenset(x for v in keys_reduce for x in self.L(v))
         contracted = frozenset(x for v in dot2.contract for x in self.L(v))
         if keys != contracted:
             raise Declined(f"the softmax normalises over {self._describe(keys)}, but the second matmul contracts "
                            f"over {self._describe(contracted)}: a softmax over an axis that is not the key axis")
+        return p_side, v_side, scores, keys
+
+    def _first_matmul(self, scores: Node, keys: frozenset) -> tuple[Dot, frozenset, Node, Node]:
+        """(q·kᵀ, its contracted variables, the q side, the k side) of scores that are one matmul then elementwise."""
         dots = [n for n in walk(scores) if isinstance(n, Dot)]
         if len(dots) != 1 or any(isinstance(n, Reduce) for n in walk(scores)):
             raise Declined("the scores are not one q·kᵀ matmul followed by elementwise ops")
@@ -74,18 +93,10 @@ class Recognizer:
         contract1 = frozenset(x for v in dot1.contract for x in self.L(v))
         sides = [self.deps(side) - contract1 for side in (dot1.lhs, dot1.rhs)]
         if sides[1] & keys and not sides[0] & keys:
-            q_node, k_node = dot1.lhs, dot1.rhs
-        elif sides[0] & keys and not sides[1] & keys:
-            q_node, k_node = dot1.rhs, dot1.lhs
-        else:
-            raise Declined("the first matmul's free axes do not separate queries from keys")
-        q_in, k_in, v_in = (self._single_input(n, what) for n, what in ((q_node, "q"), (k_node, "k"), (v_side, "v")))
-        k_free = self.deps(k_node) - contract1 - self.deps(q_node)
-        if k_free != keys:
-            raise Declined(f"the first matmul's key-side free axes ({self._describe(k_free)}) are not the axes the "
-                           f"softmax normalises over ({self._describe(keys)})")
-        return self._layout(q_in, k_in, v_in, q_node, k_node, v_side, dot1, dot2, scores, keys, contract1,
-                            epilogue, p_side)
+            return dot1, contract1, dot1.lhs, dot1.rhs
+        if sides[0] & keys and not sides[1] & keys:
+            return dot1, contract1, dot1.rhs, dot1.lhs
+        raise Declined("the first matmul's free axes do not separate queries from keys")
 
     def _weights(self, p_side: Node, norm_after):
         """(exp node, the softmax's key variables, the scores) when ``p_side`` is softmax weights."""
@@ -134,125 +145,33 @@ class Recognizer:
     def _describe(self, leaves) -> str:
         return "axes of extent " + "x".join(str(self.ext(x)) for x in sorted(leaves)) if leaves else "nothing"
 
-    # -- layout: what each axis of each operand is to the kernel
+    # -- layout (layout.py) and the spec
 
     def _layout(self, q_in, k_in, v_in, q_node, k_node, v_node, dot1, dot2, scores, keys, contract1, epilogue,
                 p_side) -> AttentionSpec:
-        L = self.L
-        q_axes = [L(v) for v in q_in.vars]
-        v_axes = [L(v) for v in v_in.vars]
-        keys_t = next((ax for ax in (L(v) for v in k_in.vars) if ax and set(ax) == keys), None)
-        if keys_t is None:
-            raise Declined("the keys are not one axis of k")
-        d_axes = [ax for ax in q_axes if ax and set(ax) <= contract1]
-        if len(d_axes) != 1 or set(d_axes[0]) != contract1:
-            raise Declined("the head dim q·kᵀ contracts over is not one axis of q")
-        self.deps(self.out.node)
-        e_leaves = frozenset(x for ax in v_axes for x in ax) - keys - frozenset(x for ax in q_axes for x in ax)
-        e_axes = [ax for ax in v_axes if ax and set(ax) <= e_leaves]
-        if len(e_axes) != 1 or set(e_axes[0]) != e_leaves:
-            raise Declined("the value dim is not one axis of v")
-        rows = [ax for ax in q_axes if ax and not set(ax) & contract1 and ax != d_axes[0]]
-        # the query axis: the one the masks and biases index, else the one next to the head dim
+        axes = find_axes(self, q_in, k_in, v_in, scores, dot1, keys, contract1)
         bias_ins = [n for n in walk(scores, {id(dot1)}) if isinstance(n, In)]
-        # Any axis of q that k and v lack can be the blocked query axis (rows are independent; the others go
-        # to the grid, where a mask reads them as grid indices): the one the masks read, else the one next to
-        # the head dim, else the longest.
-        used = set()
-        for n in walk(scores, {id(dot1)}):
-            if isinstance(n, Coord):
-                used |= set(L(n.var))
-        kv_leaves = {x for n in (k_in, v_in) for v in n.vars for x in L(v)}
-        candidates = [ax for ax in rows if not set(ax) & kv_leaves]
-        if not candidates:
-            raise Declined("no axis of q is a query axis (every axis of q is shared with k or v)")
-        hit = [ax for ax in candidates if set(ax) & used]
-        q_axis = hit[0] if len(hit) == 1 else (
-            q_axes[-2] if len(q_axes) >= 2 and q_axes[-2] in candidates else
-            max(candidates, key=lambda ax: math.prod(self.ext(x) for x in ax)))
-        grid_axes = [(i, ax) for i, ax in enumerate(q_axes) if ax and ax != q_axis and ax != d_axes[0]]
-
-        def classify(leaves: tuple, allowed: str) -> tuple:
-            if not leaves:
-                return ("one",)
-            for name, ax in (("q", q_axis), ("k", keys_t), ("d", d_axes[0]), ("e", e_axes[0])):
-                if leaves == ax and name in allowed:
-                    return (name,)
-            for g, (_, ax) in enumerate(grid_axes):
-                n = len(leaves)
-                for start in range(len(ax) - n + 1):
-                    if ax[start:start + n] == leaves:
-                        part = "full" if n == len(ax) else "major" if start == 0 else \
-                            "minor" if start + n == len(ax) else None
-                        if part is None:
-                            raise Declined("an operand holds a middle part of a q head axis")
-                        return ("grid", g, part)
-            raise Declined(f"an axis of extent {math.prod(self.ext(x) for x in leaves)} of an operand is not a "
-                           "batch, head, query, key or feature axis of q")
-
-        def operand(role: str, n: In | None, allowed: str, axes_vars) -> Operand:
-            leaves = [x for v in axes_vars for x in L(v)]
-            if len(leaves) != len(set(leaves)):
-                raise Declined(f"two axes of the {role} operand are lined up with each other (a transpose of it "
-                               "meets it, as in x + x.T)")
-            roles = [classify(L(v), allowed) for v in axes_vars]
-            for name in "qkde":
-                if sum(r == (name,) for r in roles) > 1:
-                    raise Declined(f"the {role} operand has two {name} axes")
-            index = -1 if n is None else n.index
-            shape = self.out.shape if n is None else self.input_vals[n.index].shape
-            dtype = self.out.node.dtype if n is None else n.dtype
-            return Operand(role, index, roles, dtype, tuple(shape))
-
-        ops = [operand("q", q_in, "qd", q_in.vars), operand("k", k_in, "kd", k_in.vars),
-               operand("v", v_in, "ke", v_in.vars)]
-        for role, need in (("q", "qd"), ("k", "kd"), ("v", "ke")):
-            o = next(x for x in ops if x.role == role)
-            if any((c,) not in o.roles for c in need):
-                raise Declined(f"the {role} operand lacks its {'/'.join(need)} axes")
-        seen_bias: list[In] = []
-        for b in bias_ins:
-            if any(b is s for s in seen_bias):
-                continue
-            seen_bias.append(b)
-            ops.append(operand("bias", b, "qk", b.vars))
-        out_op = operand("out", None, "qe", self.out.axes)
-        if ("q",) not in out_op.roles or ("e",) not in out_op.roles or \
-                sorted(r[1] for r in out_op.roles if r[0] == "grid" and r[2] == "full") != list(range(len(grid_axes))):
-            raise Declined("the output is not [grid axes of q..., queries, value dim]")
-        ops.append(out_op)
-        if len({o.input for o in ops if o.role in ("q", "k", "v")}) != 3:
-            raise Declined("q, k and v are not three different inputs")
-        if any(o.input in (ops[0].input, ops[1].input, ops[2].input) for o in ops if o.role == "bias"):
-            raise Declined("a bias is read from q, k or v")
-
-        emitter = Emitter(self, q_axis, keys_t, grid_axes, {id(b): f"b{i}" for i, b in enumerate(seen_bias)})
+        ops, seen_bias = operands(self, axes, q_in, k_in, v_in, bias_ins)
+        emitter = Emitter(self, axes.q_axis, axes.keys, axes.grid, {id(b): f"b{i}" for i, b in enumerate(seen_bias)})
         q_lines, qn = emitter.prologue(q_node, q_in, "q")
         k_lines, kn = emitter.prologue(k_node, k_in, "k")
         v_lines, vn = emitter.prologue(v_node, v_in, "v")
         clauses, droppable = emitter.mask(scores)
         score_lines = emitter.scores(scores, dot1, droppable)
         out_lines = emitter.epilogue(list(reversed(epilogue)))
-        skip = bool(clauses) and self._skippable(scores, clauses, q_axis, keys_t, complete=len(droppable) > 0)
-        conditions = emitter.conditions(clauses)
-        sq, sk = (math.prod(self.ext(x) for x in ax) for ax in (q_axis, keys_t))
-        features = []
-        if any(r[0] == "grid" and r[2] != "full" for o in ops if o.role in ("k", "v") for r in o.roles):
-            features.append("grouped-query attention (each kv head serves several q heads; the index map picks it)")
-        if clauses:
-            features.append("mask " + " and ".join(_clause_text(c) for c in clauses) +
-                            (", fully masked blocks skipped" if skip else ""))
-        for b in ops:
-            if b.role == "bias":
-                features.append(f"bias input {b.input} of shape {list(b.shape)} read per (q, k) tile")
+        skip = bool(clauses) and self._skippable(scores, clauses, axes.q_axis, axes.keys, complete=len(droppable) > 0)
+        size = self._size
         return AttentionSpec(
-            operands=ops, grid=[(i, math.prod(self.ext(x) for x in ax)) for i, ax in grid_axes], sq=sq, sk=sk,
-            d=math.prod(self.ext(x) for x in d_axes[0]), e=math.prod(self.ext(x) for x in e_axes[0]),
+            operands=ops, grid=[(i, size(ax)) for i, ax in axes.grid], sq=size(axes.q_axis), sk=size(axes.keys),
+            d=size(axes.d_axis), e=size(axes.e_axis),
             q_lines=q_lines + [f"q = {qn}"], k_lines=k_lines + [f"k = {kn}"], v_lines=v_lines + [f"v = {vn}"],
-            score_lines=score_lines, out_lines=out_lines, dot1_dtype=dot1.dtype,
-            p_dtype=p_side.dtype,
+            score_lines=score_lines, out_lines=out_lines, dot1_dtype=dot1.dtype, p_dtype=p_side.dtype,
             dot2_dtype=dot2.dtype, out_dtype=self.out.node.dtype, clauses=clauses, skip=skip,
-            constants=emitter.constants, features=features, n_score_ops=emitter.n_ops, **conditions)
+            constants=emitter.constants, features=_features(ops, clauses, skip), n_score_ops=emitter.n_ops,
+            **emitter.conditions(clauses))
+
+    def _size(self, axis: tuple) -> int:
+        return math.prod(self.ext(x) for x in axis)
 
     def _skippable(self, scores, clauses, q_axis, k_axis, complete: bool) -> bool:
         """Skipping a fully masked block is exact when the fill is -inf, or when the clauses are the whole mask
@@ -277,6 +196,19 @@ class Recognizer:
             if lo > hi:
                 return False
         return True
+
+
+def _features(ops: list[Operand], clauses: list[Clause], skip: bool) -> list[str]:
+    """What the kernel fuses besides plain attention, for its docstring."""
+    features = []
+    if any(r[0] == "grid" and r[2] != "full" for o in ops if o.role in ("k", "v") for r in o.roles):
+        features.append("grouped-query attention (each kv head serves several q heads; the index map picks it)")
+    if clauses:
+        features.append("mask " + " and ".join(_clause_text(c) for c in clauses) +
+                        (", fully masked blocks skipped" if skip else ""))
+    features.extend(f"bias input {b.input} of shape {list(b.shape)} read per (q, k) tile" for b in ops
+                    if b.role == "bias")
+    return features
 
 
 def _clause_text(c: Clause) -> str:

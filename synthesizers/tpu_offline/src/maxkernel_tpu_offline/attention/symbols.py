@@ -130,6 +130,21 @@ def _np_dtype(dtype: str):
 
 def _op(prim: str, args, params: dict, dtype: str) -> Node:
     """An op node, folded when every argument is a literal (and ``where(p, True, False)`` is ``p``)."""
+    simpler = _simplified(prim, args, dtype)
+    if simpler is not None:
+        return simpler
+    if all(isinstance(a, Lit) for a in args):
+        try:
+            folded = _folded(prim, args, dtype)
+        except (TypeError, ValueError):
+            folded = None
+        if folded is not None:
+            return folded
+    return Op(prim, args, params, dtype)
+
+
+def _simplified(prim: str, args, dtype: str) -> Node | None:
+    """``where(p, False, True)`` is ``p``, ``where(p, True, False)`` is ``not p``; ``True & x`` is ``x`` ..."""
     if prim == "select_n" and len(args) == 3 and all(isinstance(a, Lit) and a.dtype == "bool" for a in args[1:]):
         cases = (bool(args[1].value), bool(args[2].value))
         if cases == (False, True):
@@ -141,18 +156,19 @@ def _op(prim: str, args, params: dict, dtype: str) -> Node:
             if isinstance(lit, Lit) and not isinstance(other, Lit):
                 keeps = bool(lit.value) == (prim == "and")  # True & x, False | x
                 return other if keeps else lit
-    if all(isinstance(a, Lit) for a in args):
-        try:
-            if prim == "convert_element_type":
-                return Lit(np.asarray(args[0].value).astype(_np_dtype(dtype)).item(), dtype)
-            values = [np.float64(a.value) if "float" in a.dtype else a.value for a in args]
-            with np.errstate(all="ignore"):
-                if prim in FOLD:
-                    return Lit(np.asarray(FOLD[prim](*values)).astype(_np_dtype(dtype)).item(), dtype)
-                if prim == "div":
-                    return Lit(values[0] / values[1] if "float" in dtype else int(values[0] / values[1]), dtype)
-                if prim == "rem" and "int" in dtype:
-                    return Lit(int(math.fmod(values[0], values[1])), dtype)
-        except (TypeError, ValueError):
-            pass
-    return Op(prim, args, params, dtype)
+    return None
+
+
+def _folded(prim: str, args, dtype: str) -> Lit | None:
+    """The literal an op of literals computes, or None when it is not one this folds."""
+    if prim == "convert_element_type":
+        return Lit(np.asarray(args[0].value).astype(_np_dtype(dtype)).item(), dtype)
+    values = [np.float64(a.value) if "float" in a.dtype else a.value for a in args]
+    with np.errstate(all="ignore"):
+        if prim in FOLD:
+            return Lit(np.asarray(FOLD[prim](*values)).astype(_np_dtype(dtype)).item(), dtype)
+        if prim == "div":
+            return Lit(values[0] / values[1] if "float" in dtype else int(values[0] / values[1]), dtype)
+        if prim == "rem" and "int" in dtype:
+            return Lit(int(math.fmod(values[0], values[1])), dtype)
+    return None
