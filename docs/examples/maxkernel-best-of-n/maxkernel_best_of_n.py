@@ -31,7 +31,10 @@ class BestOfN(Strategy):
             samples = min(samples, session.config.budget)
         debug_tries = self._option("debug_tries", 2)
         for _ in range(samples):
-            candidate = session.implement(session.plan())
+            plan = session.plan(required=False)
+            if plan is None:  # the planner has nothing more to propose (it declined)
+                break
+            candidate = session.implement(plan)
             evaluation = session.evaluate(candidate)
             attempts = []  # this sample's failed attempts, for the debugger
             while not evaluation.ok and len(attempts) < debug_tries:
