@@ -157,12 +157,20 @@ class GraphSearch(Strategy):
             self.judged[session_key(attempt.candidate.code)] = attempt
         return self._node_for(attempt, None, 0), attempt
 
-    def _children_of(self, node: SearchNode, attempt, rng: random.Random, search: int) -> list[tuple[str, Candidate]]:
+    def _in_graph_before(self, depth: int) -> set[str]:
+        """The code of every node above ``depth``: a child that is one of them adds nothing to the graph.
+
+        Nodes above the depth being grown are all stored before it starts, so a resumed run sees the same set."""
+        code = {a.candidate.id: session_key(a.candidate.code) for a in self.session.history}
+        return {code[n.candidate_id] for n in self.nodes.values() if n.depth < depth and n.candidate_id in code}
+
+    def _children_of(self, node: SearchNode, attempt, rng: random.Random, search: int,
+                     known: set[str]) -> list[tuple[str, Candidate]]:
         moves, ordered = moves_from(self.session, attempt.candidate)
         if not ordered or search > 0:  # the author's order leads the first search; the others explore
             rng.shuffle(moves)
         children = []
-        seen = {session_key(attempt.candidate.code)}
+        seen = {session_key(attempt.candidate.code), *known}
         for move, child in fresh_children(self.session, attempt.candidate, moves, seen, "search", self.name):
             children.append((move.label, child))
             if len(children) == self.opts.expansions:
@@ -175,8 +183,9 @@ class GraphSearch(Strategy):
 
     def _expand(self, beams, depth: int):
         """Children of every beam node of every search, judged in one concurrent batch (each code once)."""
+        known = self._in_graph_before(depth)
         work = [(i, node, move, child) for i, beam in enumerate(beams) for node, attempt in beam
-                for move, child in self._children_of(node, attempt, self.rngs[i], i)]
+                for move, child in self._children_of(node, attempt, self.rngs[i], i, known)]
         unique: dict[str, Candidate] = {}
         for *_, child in work:
             unique.setdefault(session_key(child.code), child)
