@@ -30,6 +30,8 @@ UNARY = {"neg": "-{0}", "exp": "jnp.exp({0})", "exp2": "jnp.exp2({0})", "log": "
          "round": "jnp.round({0})", "stop_gradient": "{0}", "sin": "jnp.sin({0})", "cos": "jnp.cos({0})", "tan": "jnp.tan({0})",
          "is_finite": "jnp.isfinite({0})", "not": "~{0}", "square": "{0} * {0}", "copy": "{0}", "copy_p": "{0}"}
 REDUCE = {"reduce_sum": "jnp.sum", "reduce_max": "jnp.max", "reduce_min": "jnp.min"}
+#: Ops whose value, in the row view, is their operand's (numpy broadcasting does the rest).
+SHAPE_ONLY = frozenset({"broadcast_in_dim", "reshape", "squeeze", "expand_dims", "stop_gradient", "copy", "copy_p"})
 
 
 def literal(value: Any) -> str:
@@ -41,7 +43,19 @@ def literal(value: Any) -> str:
     number = float(value)
     if not np.isfinite(number):  # repr gives inf / nan, which are not Python literals
         return "float('nan')" if np.isnan(number) else ("-" if number < 0 else "") + "float('inf')"
-    return repr(number)
+    return short_float(number)
+
+
+def short_float(number: float) -> str:
+    """The shortest spelling of a traced float literal that rounds to the same value in every dtype a kernel
+    may compute in: ``1e-06``, not ``9.999999974752427e-07`` (float32's nearest value to 1e-6)."""
+    import ml_dtypes
+
+    short = str(np.float32(number))
+    if "." not in short and "e" not in short and "inf" not in short and "nan" not in short:
+        short += ".0"
+    same = all(dtype(float(short)) == dtype(number) for dtype in (np.float32, np.float16, ml_dtypes.bfloat16))
+    return short if same else repr(number)
 
 
 def emit(eqns: list[Eqn], names: dict[str, str], indent: str = "    ") -> list[str]:
@@ -56,6 +70,11 @@ def emit(eqns: list[Eqn], names: dict[str, str], indent: str = "    ") -> list[s
         names[out] = out
         args = [eqn.literal_exprs.get(i) or ref(x) for i, x in enumerate(eqn.inputs)]
         p = eqn.prim
+        if p in SHAPE_ONLY:
+            # blocks broadcast by numpy rules and row statistics keep their axis: the value is its operand's,
+            # under its operand's name (no `v5 = v4` line)
+            names[out] = args[0] if isinstance(eqn.inputs[0], str) and 0 not in eqn.literal_exprs else f"({args[0]})"
+            continue
         if p in BINARY:
             expr = BINARY[p].format(*args)
         elif p in UNARY:
@@ -76,8 +95,6 @@ def emit(eqns: list[Eqn], names: dict[str, str], indent: str = "    ") -> list[s
             expr = f"jnp.{p}({args[0]}, axis=-1, keepdims=True).astype(jnp.{np.dtype(eqn.params['index_dtype']).name})"
         elif p == "gather":  # one element per row (checked by the analysis): a one-hot select, exact
             expr = _row_gather(eqn, args)
-        elif p in ("broadcast_in_dim", "reshape", "squeeze", "expand_dims", "stop_gradient"):
-            expr = args[0]  # blocks broadcast by numpy rules; row statistics keep their axis
         else:
             raise Declined(f"no emitter for {p}")
         lines.append(f"{indent}{out} = {expr}")
