@@ -58,6 +58,17 @@ def short_float(number: float) -> str:
     return short if same else repr(number)
 
 
+def elementwise_text(prim: str, args: list[str], params: dict[str, Any]) -> str | None:
+    """An arithmetic op as Python source on its operands' texts; None for any other op."""
+    if prim in BINARY:
+        return BINARY[prim].format(*args)
+    if prim in UNARY:
+        return UNARY[prim].format(*args)
+    if prim == "integer_pow":
+        return f"{args[0]} ** {int(params['y'])}"
+    return None
+
+
 def emit(eqns: list[Eqn], names: dict[str, str], indent: str = "    ") -> list[str]:
     """Lines computing each equation's output; ``names`` maps values to Python names (extended here)."""
 
@@ -75,12 +86,8 @@ def emit(eqns: list[Eqn], names: dict[str, str], indent: str = "    ") -> list[s
             # under its operand's name (no `v5 = v4` line)
             names[out] = args[0] if isinstance(eqn.inputs[0], str) and 0 not in eqn.literal_exprs else f"({args[0]})"
             continue
-        if p in BINARY:
-            expr = BINARY[p].format(*args)
-        elif p in UNARY:
-            expr = UNARY[p].format(*args)
-        elif p == "integer_pow":
-            expr = f"{args[0]} ** {int(eqn.params['y'])}"
+        if elementwise_text(p, args, eqn.params) is not None:
+            expr = elementwise_text(p, args, eqn.params)
         elif p == "convert_element_type":
             # jnp.asarray, not .astype: the operand may be a Python number (a static argument)
             expr = f"jnp.asarray({args[0]}, jnp.{np.dtype(eqn.params['new_dtype']).name})"

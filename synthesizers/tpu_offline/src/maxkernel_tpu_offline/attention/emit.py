@@ -6,7 +6,7 @@ import functools
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..emit import BINARY, UNARY, literal
+from ..emit import BINARY, UNARY, elementwise_text, literal
 from ..ir import Declined
 from .spec import Clause, _is_neg, _strip
 from .symbols import Coord, Dot, In, Lit, Node, Op, Pos, Reduce, _jnp_dtype, walk
@@ -143,12 +143,8 @@ class Emitter:
                 text = f"jax.lax.div({args[0]}, {args[1]})"
             elif p == "rem" and is_int:
                 text = f"jax.lax.rem({args[0]}, {args[1]})"
-            elif p in BINARY:
-                text = BINARY[p].format(*args)
-            elif p in UNARY:
-                text = UNARY[p].format(*args)
-            elif p == "integer_pow":
-                text = f"{args[0]} ** {int(n.params['y'])}"
+            elif elementwise_text(p, args, n.params) is not None:
+                text = elementwise_text(p, args, n.params)
             elif p == "convert_element_type":
                 base = f"jnp.asarray({args[0]})" if isinstance(n.args[0], Lit) else args[0]
                 text = f"{base}.astype({_jnp_dtype(n.dtype)})"
