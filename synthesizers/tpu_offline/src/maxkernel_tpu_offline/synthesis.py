@@ -13,7 +13,10 @@ from maxkernel_core.errors import MaxKernelError
 from .analysis import Analysis, analyse, analyse_staged_program
 from .ir import bind_size_literals
 from .ir import Declined, trace_reference
+from .flash import module_source as flash_module
 from .space import neighbours, rank, shrink_largest, space
+from .staged import module_source as staged_module
+from .templates import HEADER, batch_module, matmul_module, rowwise_module
 
 NAME = "offline"
 _lock = threading.Lock()
@@ -63,9 +66,16 @@ class Synthesis:
         return shrink_largest(self.analysis, point, self.dtype)
 
     def module(self, task_id: str, params: dict[str, Any]) -> str:
-        from .templates import write_module
-
-        return write_module(self, task_id, self.complete(params))
+        """The candidate module for a point (completed from the default point) of the template's space."""
+        a, params = self.analysis, self.complete(params)
+        if a.template == "batch":
+            return batch_module(a, task_id, params, self.source, self.entry, self.n_dynamic)
+        if a.template == "staged":
+            return staged_module(a.staged, task_id, params, self.source, self.entry, self.n_dynamic, HEADER)
+        if a.template == "attention":
+            return flash_module(a.attention, task_id, params, a.why, self.n_dynamic, self.numbers)
+        write = rowwise_module if a.template == "rowwise" else matmul_module
+        return write(a, task_id, params, self.dtype, self.n_dynamic)
 
 
 def synthesis(task, ctx) -> Synthesis:

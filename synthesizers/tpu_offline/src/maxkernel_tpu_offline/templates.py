@@ -13,14 +13,13 @@ import re
 
 import numpy as np
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .blocks import block_helper_source, sublane_align
 from .emit import emit
 
 if TYPE_CHECKING:
     from .analysis import Analysis
-    from .synthesis import Synthesis
 
 HEADER = '''"""{title}
 
@@ -225,19 +224,3 @@ def batch_module(a: Analysis, task_id: str, params: dict[str, int], reference_so
         "        compiler_params=pltpu.CompilerParams(dimension_semantics=(\"parallel\",), vmem_limit_bytes=VMEM_LIMIT_BYTES),",
         f"    )({', '.join(args)})", ""])
 
-
-def write_module(s: Synthesis, task_id: str, params: dict[str, Any]) -> str:
-    """The candidate module for ``params`` (a whole point of the template's space)."""
-    a = s.analysis
-    if a.template == "batch":
-        return batch_module(a, task_id, params, s.source, s.entry, s.n_dynamic)
-    if a.template == "staged":
-        from .staged import module_source
-
-        return module_source(a.staged, task_id, params, s.source, s.entry, s.n_dynamic, HEADER)
-    if a.template == "attention":
-        from .flash import module_source
-
-        return module_source(a.attention, task_id, params, a.why, s.n_dynamic, s.numbers)
-    write = rowwise_module if a.template == "rowwise" else matmul_module
-    return write(a, task_id, params, s.dtype, s.n_dynamic)

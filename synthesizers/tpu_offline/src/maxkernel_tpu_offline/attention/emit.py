@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..emit import BINARY, UNARY, elementwise_text, literal
 from ..ir import Declined
-from .spec import Clause, _is_neg, _strip
+from .spec import Clause, Leaves, _is_neg, _strip
 from .symbols import Coord, Dot, In, Lit, Node, Op, Pos, Reduce, _jnp_dtype, walk
 
-if TYPE_CHECKING:
-    from .recognize import Recognizer
 
 
 class Emitter:
     """Python lines for the kernel body, with every number recorded as a placeholder ``{cN}``."""
 
-    def __init__(self, rec: Recognizer, q_axis, k_axis, grid_axes, bias_names):
+    def __init__(self, rec: Leaves, q_axis, k_axis, grid_axes, bias_names):
         self.rec, self.q_axis, self.k_axis, self.grid_axes = rec, q_axis, k_axis, grid_axes
         self.bias_names = bias_names
         self.constants: list[float] = []

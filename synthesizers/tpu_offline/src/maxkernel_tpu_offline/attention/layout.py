@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from attrs import define
 
 from ..ir import Declined
-from .spec import Operand
+from .spec import Leaves, Operand
 from .symbols import Coord, In, walk
 
-if TYPE_CHECKING:
-    from .recognize import Recognizer
 
 #: the axis kinds an operand of each role must have
 REQUIRED_AXES = (("q", "qd"), ("k", "kd"), ("v", "ke"))
@@ -30,7 +27,7 @@ class Axes:
     grid: list[tuple[int, tuple]]
 
 
-def find_axes(rec: Recognizer, q_in: In, k_in: In, v_in: In, scores, dot1, keys: frozenset,
+def find_axes(rec: Leaves, q_in: In, k_in: In, v_in: In, scores, dot1, keys: frozenset,
               contract1: frozenset) -> Axes:
     L = rec.L
     q_axes = [L(v) for v in q_in.vars]
@@ -56,7 +53,7 @@ def _value_axis(q_axes: list[tuple], v_axes: list[tuple], keys: frozenset) -> tu
     return e_axes[0]
 
 
-def _query_axis(rec: Recognizer, q_axes: list[tuple], d_axis: tuple, contract1: frozenset, k_in: In, v_in: In,
+def _query_axis(rec: Leaves, q_axes: list[tuple], d_axis: tuple, contract1: frozenset, k_in: In, v_in: In,
                 scores, dot1) -> tuple:
     """Any axis of q that k and v lack can be the blocked query axis (rows are independent; the others go to
     the grid, where a mask reads them as grid indices): the one the masks read, else the one next to the head
@@ -82,7 +79,7 @@ def _query_axis(rec: Recognizer, q_axes: list[tuple], d_axis: tuple, contract1: 
 class OperandReader:
     """Gives each axis of an operand its role against the attention's axes."""
 
-    def __init__(self, rec: Recognizer, axes: Axes) -> None:
+    def __init__(self, rec: Leaves, axes: Axes) -> None:
         self.rec, self.axes = rec, axes
 
     def classify(self, leaves: tuple, allowed: str) -> tuple:
@@ -127,7 +124,7 @@ def _part_of(leaves: tuple, ax: tuple) -> str | None:
     return None
 
 
-def operands(rec: Recognizer, axes: Axes, q_in: In, k_in: In, v_in: In, bias_ins: list[In]) -> tuple[list, list]:
+def operands(rec: Leaves, axes: Axes, q_in: In, k_in: In, v_in: In, bias_ins: list[In]) -> tuple[list, list]:
     """(q, k, v, the biases, the output as Operands; the distinct bias inputs), or Declined."""
     reader = OperandReader(rec, axes)
     ops = [reader.operand("q", q_in, "qd", q_in.vars), reader.operand("k", k_in, "kd", k_in.vars),

@@ -6,6 +6,8 @@ template read them.
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 from attrs import define, field
 
 from .symbols import Lit, Node, Op
@@ -80,3 +82,15 @@ def _strip(node: Node) -> Node:
 def _is_neg(node: Node) -> bool:
     node = _strip(node)
     return isinstance(node, Lit) and "float" in node.dtype and float(node.value) <= NEG_THRESHOLD
+
+
+class Leaves(Protocol):
+    """What the layout and the emitter read of a recognized program: its variables' leaves and extents, the
+    output and the inputs' values (the recognizer is one)."""
+
+    out: Any
+    input_vals: list
+
+    def L(self, var) -> tuple: ...  # noqa: N802  (the leaves of a variable: short, as in the papers' notation)
+
+    def ext(self, leaf: int) -> int: ...
