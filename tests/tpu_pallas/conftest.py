@@ -11,19 +11,23 @@ TASKS = HERE / "tasks"
 KERNELS = HERE / "kernels"
 
 
-def kernel_source(name: str) -> str:
-    """A test kernel's source; ``# @include FILE as NAME`` pastes FILE in, its computation renamed NAME.
+EXPERTS = HERE / "experts"
+
+
+def kernel_source(name: str, folder: Path = KERNELS) -> str:
+    """A test kernel's source; ``# @include FILE as NAME`` pastes FILE in, its computation renamed NAME, and
+    ``# @include FILE`` pastes it as it is (a shared kernel body, such as the experts' flash attention).
 
     Candidates are single self-contained modules, so a cheat that wraps the
     honest kernel carries a copy of it.
     """
-    text = (KERNELS / name).read_text()
+    text = (folder / name).read_text()
 
     def include(match: re.Match) -> str:
-        body = (KERNELS / match[1]).read_text()
-        return re.sub(r"^def computation\(", f"def {match[2]}(", body, flags=re.M)
+        body = (folder / match[1]).read_text()
+        return re.sub(r"^def computation\(", f"def {match[2]}(", body, flags=re.M) if match[2] else body
 
-    return re.sub(r"^# @include (\S+) as (\w+)$", include, text, flags=re.M)
+    return re.sub(r"^# @include (\S+)(?: as (\w+))?$", include, text, flags=re.M)
 
 
 @pytest.fixture(scope="session")

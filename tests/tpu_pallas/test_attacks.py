@@ -56,6 +56,15 @@ def test_hidden_work_switched_programs_and_patches_are_rejected(tpu_backend, gem
     assert re.search(reason, ev.reason), ev.reason
 
 
+def test_the_kernel_must_own_the_owned_operation_not_just_as_many_flops(tpu_backend):
+    """MLA's task lets its projections stay in XLA (kernel_owns: attention); a candidate that runs the
+    projections in a Pallas kernel and the attention in jnp is refused all the same."""
+    task = tpu_backend.load_task(Path(__file__).resolve().parents[2] / "jaxbench" / "3p_MLA_Attention")
+    ev = judge_attack(tpu_backend, task, "owned_scope_swap.py")
+    assert ev.status is EvalStatus.REJECTED, (ev.status, ev.reason)
+    assert re.search(r"matmul/conv FLOPs .* run in jnp outside pallas_call", ev.reason), ev.reason
+
+
 def test_a_module_that_only_behaves_while_traced_is_judged_on_its_traced_program(tpu_backend, gemm):
     """It is only ever traced: the program checked is the honest one it traced, the one compiled and timed."""
     ev = judge_attack(tpu_backend, gemm, "stack_detector.py")

@@ -192,3 +192,64 @@ def test_code_around_the_kernels_is_added_from_xla_estimate_of_the_candidate():
     # A candidate that is only its kernel (XLA estimates no more than its I/O) or with no estimate: unchanged.
     assert with_glue(est, {"optimal_seconds": io / 2}).seconds == est.seconds
     assert with_glue(est, {}) is est and with_glue(est, None) is est
+
+
+def manual_dma_copy(rows: int, block: int):
+    """A kernel that keeps its input in HBM (pl.ANY) and DMAs one block per step itself (a DMA semaphore)."""
+
+    def kernel(x_hbm, o_ref, buf, sem):
+        copy = pltpu.make_async_copy(x_hbm.at[pl.ds(pl.program_id(0) * block, block)], buf, sem.at[0])
+        copy.start()
+        copy.wait()
+        o_ref[...] = buf[0:8, :] * 2  # a small output, so the DMAs are the traffic that dominates
+
+    def computation(x):
+        return pl.pallas_call(
+            kernel, out_shape=jax.ShapeDtypeStruct((rows // block * 8, 128), x.dtype), grid=(rows // block,),
+            in_specs=[pl.BlockSpec(memory_space=pl.ANY)], out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+            scratch_shapes=[pltpu.VMEM((block, 128), x.dtype), pltpu.SemaphoreType.DMA((1,))],
+        )(x)
+
+    return computation
+
+
+def test_semaphores_take_no_vmem_and_the_kernels_own_dmas_are_its_traffic():
+    closed = jax.make_jaxpr(manual_dma_copy(4096, 256))(jax.ShapeDtypeStruct((4096, 128), jnp.float32))
+    (desc,) = describe_kernels(closed)
+    assert desc["body"]["dma_bytes"] == 256 * 128 * 4  # one block per step
+    assert [s["itemsize"] for s in desc["scratch"]] == [4, 0]  # the VMEM buffer, then the semaphore
+    est = estimate([desc], chip_figures("v5e"), "v5e")
+    (k,) = est.kernels
+    dma = next(o for o in k.operands if o.role == "dma")
+    assert dma.hbm_bytes == 4096 * 128 * 4 and dma.transfers == 16
+    assert next(o for o in k.operands if o.role == "input").hbm_bytes == 0  # not charged twice
+    assert any("the kernel's own DMAs" in line for line in diagnose(est))
+
+
+def test_a_grid_axis_sized_at_run_time_is_charged_the_trips_of_the_reference_work():
+    bm = 128
+
+    def kernel(n_ref, x_ref, y_ref, o_ref):
+        o_ref[...] = jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+    def computation(x, y, n):
+        return pl.pallas_call(
+            kernel, out_shape=jax.ShapeDtypeStruct((x.shape[0], 128), jnp.float32),
+            grid_spec=pltpu.PrefetchScalarGridSpec(
+                num_scalar_prefetch=1, grid=(n[0],),
+                in_specs=[pl.BlockSpec((bm, 256), lambda i, n: (i, 0)), pl.BlockSpec((256, 128), lambda i, n: (0, 0))],
+                out_specs=pl.BlockSpec((bm, 128), lambda i, n: (i, 0))),
+        )(n, x, y)
+
+    closed = jax.make_jaxpr(computation)(jax.ShapeDtypeStruct((4096, 256), jnp.bfloat16),
+                                         jax.ShapeDtypeStruct((256, 128), jnp.bfloat16), jax.ShapeDtypeStruct((1,), jnp.int32))
+    (desc,) = describe_kernels(closed)
+    assert desc["grid"] == [None] and desc["dynamic_axes"] == [0]
+    per_step = 2 * bm * 256 * 128
+    est = estimate([desc], chip_figures("v6e"), "v6e", reference_flops=32 * per_step)
+    assert est.kernels[0].steps == 32 and est.kernels[0].grid == [32]  # 4096 rows in 128-row tiles
+    unsized = estimate([desc], chip_figures("v6e"), "v6e")
+    assert unsized.kernels[0].steps == 1  # no reference count: a lower bound, and said so below
+    from maxkernel_tpu_pallas.profiling.costmodel import resolve_dynamic_grid
+
+    assert "lower bound" in resolve_dynamic_grid(desc, None)["dynamic_note"]

@@ -65,3 +65,44 @@ def test_mosaic_kernels_and_their_interpret_twin_agree(kernel):
     assert mirrors(cpu, tpu) is None
     forged = {**cpu, "glue_flops": DOT}  # the CPU program doing the GEMM outside its kernels
     assert "matmul work outside kernels differs" in mirrors(forged, tpu)
+
+
+def projection_then_attention(x, w, q, k):
+    """A reference in the shape of MLA's: a projection, then the owned attention scores."""
+    y = x @ w
+    with jax.named_scope("attention"):
+        s = jnp.exp(jnp.einsum("bqhd,bkhd->bhqk", q, k))
+    return y, s
+
+
+ATTN = [jax.ShapeDtypeStruct(s, jnp.float32) for s in [(128, 256), (256, 128), (2, 64, 4, 128), (2, 64, 4, 128)]]
+
+
+def test_the_owned_scope_of_the_reference_is_counted_apart_and_its_dots_are_marked():
+    text = export.export(jax.jit(projection_then_attention), platforms=["tpu"])(*ATTN).mlir_module()
+    work = program_work(text, "attention")
+    scores = 2 * 2 * 4 * 64 * 64 * 128
+    assert work["glue_flops"] == DOT + scores and work["owned_flops"] == scores
+    assert work["owned_elementwise"] == 2 * 4 * 64 * 64  # the exp inside the scope
+    assert sorted((d["shape"], d["owned"]) for d in work["glue_dots"]) == [
+        ("1x256x128x128", False), ("8x128x64x64", True)]
+    assert "owned_flops" not in program_work(text)  # a candidate's scopes are never read
+
+
+def test_the_proof_allows_the_references_unowned_dots_and_nothing_in_their_place():
+    from maxkernel_tpu_pallas.judge.proof import verdict
+
+    text = export.export(jax.jit(projection_then_attention), platforms=["tpu"])(*ATTN).mlir_module()
+    reference = program_work(text, "attention")
+    as_written = {**program_work(text), "pallas_calls": 1}  # the projection left in XLA is the reference's own
+    assert verdict({**as_written, "glue_flops": DOT, "glue_dots": as_written["glue_dots"][:1],
+                    "glue_elementwise": 0}, reference)[0]
+    # The same FLOPs as the projection, but the attention's dot: it does not match, and it is over 2%.
+    swapped = {**as_written, "glue_flops": DOT, "glue_elementwise": 0,
+               "glue_dots": [{"shape": "8x128x64x64", "flops": DOT, "times": 1}]}
+    ok, why = verdict(swapped, reference)
+    assert not ok and "run in jnp outside pallas_call" in why
+    # Twice the projection: the reference has it once, the second counts against the owned attention.
+    twice = {**as_written, "glue_flops": 2 * DOT, "glue_elementwise": 0,
+             "glue_dots": [{"shape": "1x256x128x128", "flops": DOT, "times": 1}] * 2}
+    assert not verdict(twice, reference)[0]

@@ -79,12 +79,13 @@ def scoped_vmem_limit(target: str) -> int:
     return int(generation_constants(target)["vmem"]["default_scoped_limit_bytes"])
 
 
-def estimate(kernels: list[dict[str, Any]], chip: dict[str, Any], target: str):
+def estimate(kernels: list[dict[str, Any]], chip: dict[str, Any], target: str, reference_flops: float | None = None):
     """The judge's cost model on kernel descriptions (the format ``profiling/extract.py`` writes): a
-    ``CostEstimate`` with ``seconds``, ``bound`` and per-kernel ``vmem_bytes``. An estimate, never a measurement."""
+    ``CostEstimate`` with ``seconds``, ``bound`` and per-kernel ``vmem_bytes``. An estimate, never a measurement.
+    ``reference_flops`` sizes a grid axis that is data-dependent (see ``resolve_dynamic_grid``)."""
     from .profiling.costmodel import estimate as model
 
-    return model(kernels, chip, target)
+    return model(kernels, chip, target, reference_flops=reference_flops)
 
 
 def fits_vmem(est) -> bool:

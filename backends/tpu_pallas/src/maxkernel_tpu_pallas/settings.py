@@ -22,6 +22,12 @@ class EvalSettings(SettingsSection):
     spares: int = 1
     #: "auto" (a TPU when one is attached, else CPU interpret mode), "cpu" or "tpu".
     device: str = "auto"
+    #: Wall-clock limit for a task's trusted reference job (trace, XLA compile, the small runs); past it the
+    #: task fails with the stage it was stuck in.
+    reference_timeout_s: float = 900.0
+    #: Limit on XLA's compile of the reference for the target (only XLA's estimate needs it): past it the task
+    #: is judged without XLA's figures, and says so.
+    reference_compile_timeout_s: float = 240.0
 
 
 def eval_settings(settings) -> EvalSettings:

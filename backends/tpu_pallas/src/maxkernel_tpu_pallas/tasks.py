@@ -7,9 +7,16 @@ Two formats, as they are found in the wild:
    ``computation(*dynamic_args, *static_args)``) and ``kernel_task.yaml``
    (``task_id``, ``description``, ``input_gen_code``, ``atol``, ``rtol``; a
    tolerance may be a list, one per output). Our extensions: ``get_inputs`` may
-   take ``size="full"|"small"`` and ``seed=``, and may define ``get_flops()``.
+   take ``size="full"|"small"`` and ``seed=``, and may define ``get_flops()``;
+   ``kernel_owns`` names the ``jax.named_scope`` of the reference whose work the
+   kernel must own (the rest may stay in XLA, see judge/proof.py).
 2. **JAXBench workload**: one module with ``CONFIG`` (a dict literal),
-   ``create_inputs(dtype=...)``, ``workload(*inputs)`` and optionally ``get_flops()``.
+   ``create_inputs(dtype=...)``, ``workload(*inputs)`` and optionally ``get_flops()``,
+   either a ``.py`` file or, as the published suite lays them out, a folder holding
+   ``baseline.py`` (``<clone>/benchmark/8p_GEMM/baseline.py``; the task is named after the
+   folder). Inputs are made as JAXBench's runner makes them: ``create_inputs(dtype=bfloat16)``
+   when it takes a dtype; trailing inputs that are plain Python values (a size such as
+   ``max_expert_size``) stay static instead of being traced.
 
 The code is parsed (``ast``), not imported: the functions it must define and the
 parameters they take are checked here, and running it is the worker's job.
@@ -27,6 +34,10 @@ from maxkernel_core import Task, TaskError, TaskRef
 BACKEND = "tpu_pallas"
 MAXKERNEL_FORMAT = "maxkernel"
 JAXBENCH_FORMAT = "jaxbench"
+#: The module a published JAXBench workload folder holds (``benchmark/<id>/baseline.py``).
+JAXBENCH_BASELINE = "baseline.py"
+#: JAXBench's runner calls ``create_inputs(dtype=jnp.bfloat16)`` whenever it takes a dtype.
+JAXBENCH_RUN_DTYPE = "bfloat16"
 
 #: Tolerances when a task gives none (JAXBench modules usually don't).
 DEFAULT_TOLERANCE = {"bfloat16": 2e-2, "float16": 1e-2, "float32": 1e-4}
@@ -78,6 +89,11 @@ def is_maxkernel_task(folder: Path) -> bool:
     )
 
 
+def is_jaxbench_folder(folder: Path) -> bool:
+    """A published JAXBench workload folder: ``baseline.py`` with CONFIG and a workload."""
+    return not is_maxkernel_task(folder) and looks_like_jaxbench(folder / JAXBENCH_BASELINE)
+
+
 def load_maxkernel_task(folder: Path) -> Task:
     folder = folder.resolve()
     meta_path, ref_path = folder / "kernel_task.yaml", folder / "reference.py"
@@ -120,6 +136,8 @@ def load_maxkernel_task(folder: Path) -> Task:
             "input_gen_code": meta.get("input_gen_code", ""),
             # A legitimate algebraic shortcut the task allows (reports recognise kernels that take it).
             "shortcut": " ".join(str(meta.get("shortcut") or "").split()),
+            # The operation the kernel must own: a jax.named_scope of the reference (judge/proof.py).
+            "kernel_owns": str(meta.get("kernel_owns") or ""),
             "source": " ".join(str(meta.get("source") or "").split()),
         },
     )
@@ -139,7 +157,7 @@ def _literal_config(module: ast.Module, path: Path) -> dict[str, Any] | None:
 
 
 def looks_like_jaxbench(path: Path) -> bool:
-    if path.suffix != ".py" or path.name.startswith("_"):
+    if path.suffix != ".py" or path.name.startswith("_") or not path.is_file():
         return False
     try:
         text = path.read_text()
@@ -148,7 +166,7 @@ def looks_like_jaxbench(path: Path) -> bool:
     return "CONFIG" in text and "def workload" in text
 
 
-def load_jaxbench_task(path: Path) -> Task:
+def load_jaxbench_task(path: Path, task_id: str | None = None) -> Task:
     path = path.resolve()
     module = _parse(path)
     config = _literal_config(module, path)
@@ -158,11 +176,13 @@ def load_jaxbench_task(path: Path) -> Task:
     for name in ("create_inputs", "workload"):
         if name not in fns:
             raise TaskError(f"{path}: defines no function {name}() (a JAXBench workload needs create_inputs and workload)")
-    dtype = str(config.get("dtype") or _dtype_default(fns["create_inputs"]))
-    tol = config.get("atol", DEFAULT_TOLERANCE.get(dtype, 1e-3))
     params = _param_names(fns["create_inputs"])
+    run_dtype = JAXBENCH_RUN_DTYPE if "dtype" in params else ""
+    dtype = str(config.get("dtype") or run_dtype or _dtype_default(fns["create_inputs"]))
+    tol = config.get("atol", DEFAULT_TOLERANCE.get(dtype, 1e-3))
     return Task(
-        id=str(config.get("name") or path.stem),
+        # a published workload folder (<id>/baseline.py) is named after its folder, as JAXBench names it
+        id=task_id or (path.parent.name if path.name == JAXBENCH_BASELINE else str(config.get("name") or path.stem)),
         backend=BACKEND,
         path=str(path),
         description=str(config.get("description", "")),
@@ -178,30 +198,35 @@ def load_jaxbench_task(path: Path) -> Task:
             "supports_size": "size" in params,
             "supports_seed": "seed" in params,
             "has_flops": "get_flops" in fns,
+            "dtype_arg": run_dtype,
             "config": config,
         },
     )
 
 
 def load_task_at(path: Path) -> Task:
-    """Load the task at a folder (MaxKernel format) or a ``.py`` file (JAXBench format)."""
+    """Load the task at a folder (MaxKernel format, or a published JAXBench workload folder) or a ``.py``
+    file (JAXBench format)."""
+    if path.is_dir() and is_jaxbench_folder(path):
+        return load_jaxbench_task(path / JAXBENCH_BASELINE, task_id=path.resolve().name)
     if path.is_dir():
         return load_maxkernel_task(path)
     if path.is_file() and path.suffix == ".py":
         return load_jaxbench_task(path)
-    raise TaskError(f"{path}: not a task (expected a folder with kernel_task.yaml and reference.py, or a JAXBench .py module)")
+    raise TaskError(f"{path}: not a task (expected a folder with kernel_task.yaml and reference.py, a JAXBench "
+                    "workload folder with baseline.py, or a JAXBench .py module)")
 
 
 def discover(root: Path) -> list[TaskRef]:
     """Every task directly in ``root`` (or ``root`` itself), each loaded or with the reason it cannot be."""
     root = Path(root)
     candidates: list[Path]
-    if root.is_file() or (root.is_dir() and is_maxkernel_task(root)):
+    if root.is_file() or (root.is_dir() and (is_maxkernel_task(root) or is_jaxbench_folder(root))):
         candidates = [root]
     elif root.is_dir():
         candidates = sorted(
             p for p in root.iterdir()
-            if (p.is_dir() and is_maxkernel_task(p)) or (p.is_file() and looks_like_jaxbench(p))
+            if (p.is_dir() and (is_maxkernel_task(p) or is_jaxbench_folder(p))) or (p.is_file() and looks_like_jaxbench(p))
         )
     else:
         return []
@@ -211,7 +236,7 @@ def discover(root: Path) -> list[TaskRef]:
             task = load_task_at(path)
             refs.append(TaskRef(task.id, task.path, task.format, BACKEND, task.sizes, task.dtype))
         except TaskError as exc:
-            fmt = JAXBENCH_FORMAT if path.is_file() else MAXKERNEL_FORMAT
+            fmt = JAXBENCH_FORMAT if path.is_file() or is_jaxbench_folder(path) else MAXKERNEL_FORMAT
             refs.append(TaskRef(path.stem, str(path), fmt, BACKEND, problem=str(exc)))
     return refs
 

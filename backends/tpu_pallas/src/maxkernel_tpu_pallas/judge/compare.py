@@ -31,7 +31,8 @@ def compare(reference: list[np.ndarray], got: list[np.ndarray], atol, rtol) -> t
             return False, f"output {i} has shape {out.shape}, expected {ref.shape}", details
         if out.dtype != ref.dtype:
             return False, f"output {i} has dtype {out.dtype}, expected {ref.dtype}", details
-        r, o = ref.astype(np.float64), out.astype(np.float64)
+        # at least 1-d: a scalar output (a loss) must index like an array below
+        r, o = np.atleast_1d(ref.astype(np.float64)), np.atleast_1d(out.astype(np.float64))
         bad_nonfinite = np.isfinite(r) & ~np.isfinite(o)
         if bad_nonfinite.any():
             where = tuple(int(x) for x in np.argwhere(bad_nonfinite)[0])

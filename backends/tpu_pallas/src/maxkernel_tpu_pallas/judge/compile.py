@@ -92,9 +92,18 @@ def start_compile(fn, shapes: list[jax.ShapeDtypeStruct], target: str, source_fi
     return future
 
 
-def compile_for_target(fn, shapes: list[jax.ShapeDtypeStruct], target: str, source_file: str) -> dict[str, Any]:
-    """Lower and compile ``fn`` at ``shapes`` for ``target``; a dict of figures or of the error."""
-    return start_compile(fn, shapes, target, source_file).result()
+def compile_for_target(fn, shapes: list[jax.ShapeDtypeStruct], target: str, source_file: str,
+                       timeout_s: float | None = None) -> dict[str, Any]:
+    """Lower and compile ``fn`` at ``shapes`` for ``target``; a dict of figures or of the error. Past
+    ``timeout_s`` the figures are given up (``timed_out``); the compile thread cannot be stopped, and ends
+    with the process (a reference job's worker is never reused)."""
+    future = start_compile(fn, shapes, target, source_file)
+    try:
+        return future.result(timeout=timeout_s)
+    except concurrent.futures.TimeoutError:
+        return {"ok": False, "timed_out": True, "seconds": timeout_s,
+                "error": {"kind": "timeout", "type": "Timeout", "line": None,
+                          "message": f"XLA's compile for {target} ran past {timeout_s:g} s"}}
 
 
 def compiled_figures(compiled, device, start: float) -> dict[str, Any]:

@@ -78,9 +78,12 @@ class ReferenceData:
 class Evaluator:
     """Judges candidates for one backend instance; thread-safe, workers shared."""
 
-    def __init__(self, limits: Limits | None = None, fresh_inputs: int = 3, spares: int = 1) -> None:
+    def __init__(self, limits: Limits | None = None, fresh_inputs: int = 3, spares: int = 1,
+                 reference_timeout_s: float = 900.0, reference_compile_timeout_s: float = 240.0) -> None:
         self.limits = limits or Limits()
         self.fresh_inputs = fresh_inputs
+        self.reference_timeout_s = reference_timeout_s
+        self.reference_compile_timeout_s = reference_compile_timeout_s
         self.pool = WorkerPool(self.limits, spares=spares)
         self._references: dict[tuple, ReferenceData] = {}
         self._lock = threading.Lock()
@@ -98,14 +101,18 @@ class Evaluator:
                 return self._references[key]
         size = "small" if "small" in task.sizes else "full"
         job = {"kind": "reference", "task": task.metadata, "fresh": self.fresh_inputs, "size": size, "target": target,
-               "max_full_input_bytes": FULL_SIZE_CPU_INPUT_BYTES, "timing": True}
+               "max_full_input_bytes": FULL_SIZE_CPU_INPUT_BYTES, "timing": True,
+               "compile_timeout_s": self.reference_compile_timeout_s}
         self.pool.warm_up()  # candidate workers warm while the reference runs
-        outcome = self.pool.run_trusted(job, timeout=max(self.limits.timeout_s, 600))
+        outcome = self.pool.run_trusted(job, timeout=self.reference_timeout_s)
         head = outcome.last("reference")
         error = outcome.last("error")
+        if outcome.status == "timeout":
+            raise TaskError(f"the reference of task {task.id!r} ({module}) did not finish within "
+                            f"{self.reference_timeout_s:g} s (stuck during {outcome.stage or 'start-up'}): give the "
+                            "task a smaller small size, or raise [eval] reference_timeout_s")
         if outcome.status != "done" or head is None or error:
-            why = error[0]["message"] if error else (
-                "timed out" if outcome.status == "timeout" else crash_reason(outcome, self.limits))
+            why = error[0]["message"] if error else crash_reason(outcome, self.limits)
             raise TaskError(f"the reference of task {task.id!r} ({module}) failed: {why}")
         header = head[0]
         sets, inputs, outputs = [], [], []
@@ -130,7 +137,7 @@ class Evaluator:
         check_target(target)
         ref = self.reference(task, target)
         job = {"kind": "trace", "target": target, "full_shapes": ref.full_shapes, "static_full": ref.static_full,
-               "check_sizes": ref.check_sizes}
+               "check_sizes": ref.check_sizes, "entry": task.metadata.get("entry", "computation")}
         traced = self.pool.run_untrusted(job, [], files={"candidate.py": candidate.code})
         return Verdict(self, task, candidate, target, ref).judge(traced)
 
@@ -140,12 +147,13 @@ class Evaluator:
         evaluation will say why)."""
         ref = self.reference(task, target)
         job = {"kind": "trace", "target": target, "full_shapes": ref.full_shapes, "static_full": ref.static_full,
-               "check_sizes": [], "describe_only": True}
+               "check_sizes": [], "describe_only": True, "entry": task.metadata.get("entry", "computation")}
         traced = self.pool.run_untrusted(job, [], files={"candidate.py": candidate.code})
         described = traced.last("kernels")
         if traced.status != "done" or described is None or "error" in described[0] or not described[0]["kernels"]:
             return None
-        est = cost_estimate(described[0]["kernels"], described[0]["chip"], target)
+        est = cost_estimate(described[0]["kernels"], described[0]["chip"], target,
+                            reference_flops=ref.program_work[0].get("glue_flops"))
         worst = max(est.kernels, key=lambda k: k.vmem_bytes / max(k.vmem_limit_bytes, 1))
         fits = fits_vmem(est)
         reason = (f"{worst.name}'s blocks need {worst.vmem_bytes / 2**20:.1f} MiB of VMEM, "
@@ -177,4 +185,5 @@ def evaluator_from_settings(settings) -> Evaluator:
 
     ev = eval_settings(settings)
     limits = Limits(timeout_s=ev.timeout_s, memory_mb=ev.memory_mb, device=ev.device)
-    return Evaluator(limits, fresh_inputs=max(ev.fresh_inputs, 0), spares=max(ev.spares, 0))
+    return Evaluator(limits, fresh_inputs=max(ev.fresh_inputs, 0), spares=max(ev.spares, 0),
+                     reference_timeout_s=ev.reference_timeout_s, reference_compile_timeout_s=ev.reference_compile_timeout_s)

@@ -14,6 +14,11 @@ import math
 import numpy as np
 from jax._src.lib.mlir import ir
 
+#: A loop (or a kernel's grid axis) whose trip count is not static is charged as if it ran this many times.
+#: One figure for every such count, so the CPU interpret program's grid loop and the Mosaic kernel's grid
+#: axis it mirrors agree (a data-dependent grid, as megablox's, is both).
+UNBOUNDED_TRIPS = 1 << 12
+
 #: Folded through these when looking for a constant.
 _FOLD = {
     "stablehlo.add": lambda a, b: a + b, "stablehlo.subtract": lambda a, b: a - b,

@@ -10,6 +10,14 @@ control flow is *unknown*: outside a kernel the proof refuses it (a GEMM
 spelled as ``triangular_solve`` or an FFT does not hide there). Kernels are
 ``tpu_custom_call`` (TPU program) or ``maxkernel_kernel_N`` functions (the CPU
 interpret program); their matmul FLOPs are counted per grid step times steps.
+
+Every glue matmul is also listed by its shape (``glue_dots``: batch, contracted,
+and the two free sizes), so the proof can tell the reference's own dots from
+others. On the reference (trusted code), ``owned_scope`` names the
+``jax.named_scope`` that holds the operation a kernel must own (a task's
+``kernel_owns``): the work inside it is counted apart (``owned_flops``,
+``owned_elementwise``) and each dot is marked owned or not. A candidate's
+scopes are never read: its name stack is its own to write.
 """
 
 from __future__ import annotations
@@ -22,10 +30,8 @@ from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 
 from . import mosaic_work
-from .hlo_values import while_trip_count
+from .hlo_values import UNBOUNDED_TRIPS, while_trip_count
 from .program import KERNEL_FUNCTION
-#: A data-dependent loop outside a kernel is charged as if it ran this many times.
-UNBOUNDED_TRIPS = 1 << 12
 FREE = frozenset(["constant", "iota", "reshape", "transpose", "broadcast_in_dim", "broadcast", "slice", "dynamic_slice", "dynamic_update_slice", "concatenate", "pad", "convert", "bitcast_convert", "get_tuple_element", "tuple", "return", "reverse", "optimization_barrier", "gather", "real_dynamic_slice", "get_dimension_size", "copy", "after_all", "partition_id", "replica_id", "create_token", "dynamic_reshape", "dynamic_broadcast_in_dim", "dynamic_iota", "dynamic_pad"])
 ELEMENTWISE = frozenset(["add", "subtract", "multiply", "divide", "remainder", "negate", "abs", "sign", "maximum", "minimum", "power", "sqrt", "rsqrt", "cbrt", "exponential", "exponential_minus_one", "log", "log_plus_one", "tanh", "logistic", "sine", "cosine", "tan", "atan2", "floor", "ceil", "round_nearest_afz", "round_nearest_even", "is_finite", "select", "clamp", "and", "or", "not", "xor", "compare", "shift_left", "shift_right_logical", "shift_right_arithmetic", "popcnt", "count_leading_zeros", "real", "imag", "complex", "reduce_precision", "erf", "erf_inv", "erfc", "lgamma", "digamma", "bessel_i1e", "acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh", "next_after", "polygamma", "zeta", "conj", "is_inf", "is_neg_inf", "is_pos_inf", "square"])
 REDUCING = frozenset(["reduce", "reduce_window", "scatter", "select_and_scatter", "sort", "top_k", "cumsum", "cumprod", "cummax", "cummin"])
@@ -75,22 +81,49 @@ def matmul_flops(op: ir.Operation) -> int:
     return 2 * out * math.prod(lhs[d] for d in contracting if d < len(lhs))
 
 
+def dot_signature(op: ir.Operation) -> str:
+    """A glue matmul's shape, independent of operand order and layout: "batch x contracted x free x free"
+    (the two free sizes sorted). Convolutions are their own kind: "conv" and the output and kernel shapes."""
+    if _short(op.name) == "convolution":
+        return "conv " + "x".join(map(str, _shape(op.results[0].type))) + " " + "x".join(map(str, _shape(op.operands[1].type)))
+    lhs, rhs = _shape(op.operands[0].type), _shape(op.operands[1].type)
+    if _short(op.name) == "dot":  # rank <= 2: lhs's last dimension against rhs's first
+        lc, rc, lb, rb = [len(lhs) - 1], [0], [], []
+    else:
+        attr = str(op.attributes["dot_dimension_numbers"])
+        lc, rc = _dims(attr, "lhs_contracting_dimensions"), _dims(attr, "rhs_contracting_dimensions")
+        lb, rb = _dims(attr, "lhs_batching_dimensions"), _dims(attr, "rhs_batching_dimensions")
+    free_l = math.prod(s for d, s in enumerate(lhs) if d not in lc and d not in lb)
+    free_r = math.prod(s for d, s in enumerate(rhs) if d not in rc and d not in rb)
+    batch, contracted = math.prod(lhs[d] for d in lb), math.prod(lhs[d] for d in lc)
+    return f"{batch}x{contracted}x{min(free_l, free_r)}x{max(free_l, free_r)}"
+
+
 def _empty() -> dict[str, Any]:
     return {"kernels": [], "glue_flops": 0, "glue_elementwise": 0, "glue_ops": {}, "unknown_ops": {},
-            "callbacks": [], "unbounded_loops": 0, "kernel_flops": 0}
+            "callbacks": [], "unbounded_loops": 0, "kernel_flops": 0, "glue_dots": []}
 
 
 class _Counter:
-    def __init__(self, module: ir.Module) -> None:
+    def __init__(self, module: ir.Module, owned_scope: str | None = None) -> None:
         self.functions = {}
         for op in module.body.operations:
             if op.operation.name == "func.func":
                 self.functions[ir.StringAttr(op.attributes["sym_name"]).value] = op.operation
         self.stats = _empty()
+        self.owned_marker = f"/{owned_scope}/" if owned_scope else None
+        if owned_scope:
+            self.stats.update(owned_flops=0, owned_elementwise=0)
 
-    def glue(self, name: str, key: str, amount: int) -> None:
+    def owned(self, op: ir.Operation) -> bool:
+        """Is this op inside the reference's owned scope? (Only ever asked of the trusted reference.)"""
+        return bool(self.owned_marker) and self.owned_marker in str(op.location)
+
+    def glue(self, name: str, key: str, amount: int, op: ir.Operation | None = None) -> None:
         self.stats[key] += amount
         self.stats["glue_ops"][name] = self.stats["glue_ops"].get(name, 0) + 1
+        if op is not None and self.owned(op):
+            self.stats["owned_flops" if key == "glue_flops" else "owned_elementwise"] += amount
 
     def walk_region(self, region: ir.Region, times: int, in_kernel: bool) -> int:
         """Count a region; returns the matmul FLOPs it holds (for branch/kernel totals)."""
@@ -139,33 +172,40 @@ class _Counter:
         if name in MATMUL:
             flops = times * matmul_flops(op)
             if not in_kernel:
-                self.glue(name, "glue_flops", flops)
+                self.glue(name, "glue_flops", flops, op)
+                self.stats["glue_dots"].append({"shape": dot_signature(op), "flops": flops, "times": times,
+                                                **({"owned": self.owned(op)} if self.owned_marker else {})})
             return flops
         if name in FREE or full in ("func.return", "stablehlo.return") or in_kernel:
             return 0
         if name in ELEMENTWISE:
-            self.glue(name, "glue_elementwise", times * max(_elements(r.type) for r in op.results))
+            self.glue(name, "glue_elementwise", times * max(_elements(r.type) for r in op.results), op)
         elif name in REDUCING:
             read = max([_elements(v.type) for v in op.operands] + [1])
             body_ops = sum(1 for r in op.regions for b in r.blocks for o in b.operations) or 1
-            self.glue(name, "glue_elementwise", times * read * max(body_ops - 1, 1))
+            self.glue(name, "glue_elementwise", times * read * max(body_ops - 1, 1), op)
         else:
             self.stats["unknown_ops"][full] = self.stats["unknown_ops"].get(full, 0) + 1
             size = max([_elements(v.type) for v in (*op.operands, *op.results)] + [1])
-            self.glue(full, "glue_elementwise", times * size)
+            self.glue(full, "glue_elementwise", times * size, op)
         return 0
 
     def _branches(self, op: ir.Operation, times: int, in_kernel: bool) -> int:
-        start = (self.stats["glue_flops"], self.stats["glue_elementwise"])
-        costs = []
-        for region in op.regions:  # count each arm alone, keep the dearest arm's glue
+        keys = [k for k in ("glue_flops", "glue_elementwise", "owned_flops", "owned_elementwise") if k in self.stats]
+        start = {k: self.stats[k] for k in keys}
+        dots = len(self.stats["glue_dots"])
+        arms = []
+        for region in op.regions:  # count each arm alone, keep the dearest arm's glue (and its dots)
             flops = self.walk_region(region, times, in_kernel)
-            costs.append((self.stats["glue_flops"] - start[0], self.stats["glue_elementwise"] - start[1], flops))
-            self.stats["glue_flops"], self.stats["glue_elementwise"] = start
-        dearest = max(costs, default=(0, 0, 0))
-        self.stats["glue_flops"] = start[0] + dearest[0]
-        self.stats["glue_elementwise"] = start[1] + dearest[1]
-        return max((c[2] for c in costs), default=0)
+            arms.append(({k: self.stats[k] - start[k] for k in keys}, flops, self.stats["glue_dots"][dots:]))
+            self.stats.update(start)
+            del self.stats["glue_dots"][dots:]
+        if not arms:
+            return 0
+        dearest = max(arms, key=lambda a: (a[0]["glue_flops"], a[0]["glue_elementwise"]))
+        self.stats.update({k: start[k] + dearest[0][k] for k in keys})
+        self.stats["glue_dots"].extend(dearest[2])
+        return max(a[1] for a in arms)
 
     def _custom_call(self, op: ir.Operation, times: int, in_kernel: bool) -> int:
         target = ir.StringAttr(op.attributes["call_target_name"]).value
@@ -189,13 +229,14 @@ class _Counter:
         self.stats["kernels"].append(entry)
 
 
-def program_work(module_text: str) -> dict[str, Any]:
-    """Work counts of an exported program's StableHLO text (``Exported.mlir_module()``)."""
+def program_work(module_text: str, owned_scope: str | None = None) -> dict[str, Any]:
+    """Work counts of an exported program's StableHLO text (``Exported.mlir_module()``); ``owned_scope`` only
+    for the trusted reference (see the module's docstring)."""
     context = mlir.make_ir_context()
     context.allow_unregistered_dialects = True
     with context:
         module = ir.Module.parse(module_text)
-        counter = _Counter(module)
+        counter = _Counter(module, owned_scope)
         main = counter.functions.get("main")
         if main is None:
             raise ValueError("the exported program has no main function")

@@ -34,8 +34,24 @@ def _pairs(result: Any) -> list[tuple[tuple, tuple]]:
     if _is_pair(result):
         return [(tuple(result[0]), tuple(result[1]))]
     if isinstance(result, (tuple, list)):
-        return [(tuple(result), ())]  # JAXBench: every input is dynamic
+        return [_split_static(tuple(result))]  # JAXBench: arrays, then any plain Python values
     return [((result,), ())]
+
+
+def _is_array(value: Any) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "dtype")
+
+
+def _split_static(inputs: tuple) -> tuple[tuple, tuple]:
+    """A JAXBench input tuple as (arrays, trailing Python values): a size such as ``max_expert_size`` is used
+    as a Python int by the workload, so it must stay static (traced, it fails with ``__index__``)."""
+    arrays = [i for i, v in enumerate(inputs) if _is_array(v)]
+    first_static = len(arrays)
+    if arrays != list(range(first_static)):
+        where = next(i for i in range(len(inputs)) if not _is_array(inputs[i]))
+        raise TypeError(f"input {where} ({type(inputs[where]).__name__}) is not an array but array inputs follow it: "
+                        "put plain Python values (static sizes) after every array input")
+    return inputs[:first_static], inputs[first_static:]
 
 
 def _is_pair(value: Any) -> bool:
@@ -45,6 +61,8 @@ def _is_pair(value: Any) -> bool:
 
 def call_inputs(module, meta: dict[str, Any], *, size: str, seed: int | None) -> list[tuple[tuple, tuple]]:
     kwargs: dict[str, Any] = {}
+    if meta.get("dtype_arg"):  # JAXBench's runner: create_inputs(dtype=jnp.bfloat16)
+        kwargs["dtype"] = jax.numpy.dtype(meta["dtype_arg"])
     if meta.get("supports_size"):
         kwargs["size"] = size
     if meta.get("supports_seed") and seed is not None:

@@ -1,4 +1,4 @@
-"""The reference job: the task's own code, trusted, in the kept reference worker.
+"""The reference job: the task's own code, trusted, in a worker of its own (one per reference job).
 
 It traces the reference at full size and at each check size, counts its work
 by the same rule the checker applies to a candidate's program (``hlo_work``
@@ -38,15 +38,23 @@ def _trace(fn, shapes, static):
     return jax.make_jaxpr(lambda *d: fn(*d, *static))(*shapes)
 
 
-def program_work_of(closed, target: str) -> dict[str, Any]:
-    """The reference's work in this traced program, counted as the checker counts a candidate's program."""
+def program_work_of(closed, target: str, owned_scope: str = "") -> dict[str, Any]:
+    """The reference's work in this traced program, counted as the checker counts a candidate's program
+    (with the work inside ``owned_scope``, the task's ``kernel_owns``, counted apart)."""
     try:
         text = jax.export.deserialize(bytearray(program.export_tpu(closed, target))).mlir_module()
-        return program_work(text)
+        work = program_work(text, owned_scope or None)
     except Exception as exc:  # a reference XLA cannot export: its traced counts stand in (same FLOP rule)
+        if owned_scope:
+            raise ValueError(f"kernel_owns {owned_scope!r} needs the reference's exported program, and exporting "
+                             f"it failed: {type(exc).__name__}: {exc}") from exc
         stats = work_stats(closed)
         return {"glue_flops": stats["glue_flops"], "glue_elementwise": stats["glue_elementwise"],
                 "note": f"counted from the jaxpr: export failed ({type(exc).__name__})"}
+    if owned_scope and not work["owned_flops"] and not work["owned_elementwise"]:
+        raise ValueError(f"kernel_owns {owned_scope!r}: the reference does no work inside "
+                         f"jax.named_scope({owned_scope!r}); wrap the operation the kernel must own in it")
+    return work
 
 
 def check_sizes(sets: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
@@ -77,7 +85,8 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
     work = work_stats(traced_full)
     flops = float(module.get_flops()) if meta.get("has_flops") else None
     stage("compile reference for the target")
-    xla = compile_for_target(lambda *d: fn(*d, *static_full), shapes, job["target"], meta["module"])
+    xla = compile_for_target(lambda *d: fn(*d, *static_full), shapes, job["target"], meta["module"],
+                             timeout_s=job.get("compile_timeout_s"))  # past it, the figures are given up
     from ..profiling.extract import chip_figures
 
     xla["chip"] = chip_figures(job["target"])
@@ -92,10 +101,12 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
         sets = task_inputs.input_sets(module, meta, fresh=int(job["fresh"]), size=job["size"])
     stage("reference work, as the checker counts it")
     sizes, set_sizes = check_sizes(sets)
-    works = [program_work_of(traced_full, job["target"])]
+    owns = meta.get("kernel_owns", "")
+    works = [program_work_of(traced_full, job["target"], owns)]
     for spec in sizes:
         small = [jax.ShapeDtypeStruct(tuple(a["shape"]), a["dtype"]) for a in spec["shapes"]]
-        works.append(program_work_of(_trace(fn, small, task_inputs.decode_static(spec["static"])), job["target"]))
+        traced = _trace(fn, small, task_inputs.decode_static(spec["static"]))
+        works.append(program_work_of(traced, job["target"], owns))
     emit({
         "type": "reference",
         "full_shapes": [{"shape": list(s.shape), "dtype": s.dtype.name} for s in shapes],

@@ -18,12 +18,13 @@ from typing import Any
 
 from jax._src.lib.mlir import ir
 
-from .hlo_values import constant_int
+from .hlo_values import UNBOUNDED_TRIPS, constant_int
 
 #: Mosaic writes a dynamic extent (a grid axis sized by scalar prefetch) as this.
 DYNAMIC = -(1 << 63)
-#: A kernel loop or grid axis whose extent is not static is charged as this many trips.
-UNKNOWN_TRIPS = 1 << 10
+#: A kernel loop or grid axis whose extent is not static is charged as this many trips (as every unbounded
+#: count is: the CPU interpret program's grid loop must weigh the same).
+UNKNOWN_TRIPS = UNBOUNDED_TRIPS
 MATMULS = ("tpu.matmul", "vector.contract")
 
 

@@ -53,6 +53,8 @@ class Verdict:
         self.limits = evaluator.limits
         self.checks: list[CheckResult] = []
         self.details: dict[str, Any] = {"platform": ref.platform}
+        if ref.xla and not ref.xla.get("ok"):  # e.g. over the target's HBM, or past the compile limit
+            self.details["xla_reference"] = f"no XLA estimate of the reference: {ref.xla['error']['message'][:300]}"
         self.outcome: JobOutcome | None = None
         self.estimate = None  # the cost model's estimate, once founded and completed by the compile
 
@@ -224,7 +226,8 @@ class Verdict:
         if described is None or "error" in described[0]:
             self.details["cost_model"] = {"error": described[0]["error"] if described else "no kernel description"}
             return None
-        est = cost_estimate(described[0]["kernels"], described[0]["chip"], self.target)
+        est = cost_estimate(described[0]["kernels"], described[0]["chip"], self.target,
+                            reference_flops=self.ref.program_work[0].get("glue_flops"))
         self.details["cost_model"] = {**as_details(est, self.ref.xla_seconds), "diagnosis": diagnose(est)}
         return est
 
@@ -233,16 +236,14 @@ class Verdict:
         described = traced.last("kernels")
         if self.estimate is None or described is None:
             return
-        kernels = described[0]["kernels"]
-        claimed = sum(d["count"] * 2 * d["m"] * d["n"] * d["k"] * d["batch"] * k["steps"] * k["repeat"]
-                      for k in kernels for d in k["body"]["dots"])
-        grids = sorted(tuple(k["grid"]) for k in kernels)
-        counted = sorted(tuple(k.get("grid", ())) for k in full["kernels"])
-        low, high = sorted((claimed, full["kernel_flops"]))
-        if grids != counted or (high and low * DESCRIPTION_SLACK < high):
+        claimed = sorted(_described_kernel(k) for k in described[0]["kernels"])
+        counted = sorted(_counted_kernel(k) for k in full["kernels"])
+        grids_match = [g for g, _ in claimed] == [g for g, _ in counted]
+        flops_match = all(max(a, b) <= DESCRIPTION_SLACK * min(a, b) or max(a, b) == 0
+                          for (_, a), (_, b) in zip(claimed, counted, strict=False))
+        if not (grids_match and flops_match):
             self.details["cost_model"] = {"error": "the tracer's kernel description does not match the exported "
-                                          f"program (grids {grids} vs {counted}; matmul FLOPs {claimed:.3g} vs "
-                                          f"{full['kernel_flops']:.3g}): no estimate"}
+                                          f"program (grid, matmul FLOPs per step: {claimed} vs {counted}): no estimate"}
             self.estimate = None
 
     def _correctness(self, checked: JobOutcome) -> Evaluation:
@@ -315,6 +316,23 @@ class Verdict:
                        details=measured, roofline_fraction=fraction,
                        arithmetic_intensity=est.arithmetic_intensity if est is not None else None,
                        fits_memory=est.fits_vmem if est is not None else None), None
+
+
+def _grid_key(grid) -> tuple:
+    """A grid with every run-time-sized axis as None (the tracer writes None, Mosaic a negative extent)."""
+    return tuple(None if g is None or g < 0 else int(g) for g in grid)
+
+
+def _described_kernel(kernel: dict[str, Any]) -> tuple[tuple, float]:
+    """(grid, matmul FLOPs per grid step) of one kernel as the tracer described it."""
+    per_step = sum(d["count"] * 2 * d["m"] * d["n"] * d["k"] * d["batch"] for d in kernel["body"]["dots"])
+    return _grid_key(kernel["grid"]), float(per_step)
+
+
+def _counted_kernel(kernel: dict[str, Any]) -> tuple[tuple, float]:
+    """(grid, matmul FLOPs per grid step) of one kernel as the checker counted it in the compiled program."""
+    steps = max(int(kernel.get("steps") or 1), 1) * max(int(kernel.get("repeat") or 1), 1)
+    return _grid_key(kernel.get("grid", ())), float(kernel["matmul_flops"]) / steps
 
 
 def keep_trace(candidate_id: str, payload: list[np.ndarray]) -> str | None:

@@ -63,7 +63,9 @@ def vmem_estimate(eqn) -> int | None:
     try:
         gm = eqn.params["grid_mapping"]
         blocks = sum(2 * _block_bytes(bm.block_shape, bm.array_aval.dtype) for bm in gm.block_mappings)
-        scratch = sum(_size(a) * a.dtype.itemsize for a in gm.scratch_avals)
+        # semaphores (no itemsize) and SMEM scratch take no VMEM
+        scratch = sum(_size(a) * getattr(a.dtype, "itemsize", 0) for a in gm.scratch_avals
+                      if "smem" not in str(getattr(a, "memory_space", "")).lower())
         return int(blocks + scratch)
     except (AttributeError, KeyError, TypeError):
         return None  # a Pallas version with other internals: the estimate is optional

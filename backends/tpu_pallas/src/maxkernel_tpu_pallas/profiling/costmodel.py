@@ -7,8 +7,12 @@ plus the per-generation constants in ``chips/*.toml``). Per kernel:
 * **HBM traffic**: an input block is copied in each time its block index
   changes between consecutive grid steps (Pallas skips the copy when it does
   not), plus the first step; an output block is written back each time its
-  index changes, plus the last. Blocks outside the pipeline (``pl.ANY``) are
-  counted once at their full size (their DMAs are the kernel's own).
+  index changes, plus the last. Operands outside the pipeline (``pl.ANY``)
+  move what the body's own DMAs copy per step (every DMA charged, as if each
+  ``pl.when`` around it ran); with no DMA in the body, once at full size.
+* **Data-dependent grids**: an axis sized at run time (megablox's active
+  tiles) is charged the trips that make the kernel's matmul work equal to the
+  reference's, the least an honest kernel does (``resolve_dynamic_grid``).
 * **VMEM**: each block times its buffer count, plus scratch, padded to the
   (sublanes, 128) tile of its dtype; compared with the scoped limit the
   compiler applies (``vmem_limit_bytes``, else the generation's default).
@@ -148,22 +152,49 @@ def _matmul_rate(dtype: str, chip: dict[str, Any], consts: dict[str, Any]) -> tu
     return chip["bf16_ops_per_second"], passes
 
 
+def resolve_dynamic_grid(desc: dict[str, Any], reference_flops: float | None) -> dict[str, Any]:
+    """The description with any run-time-sized grid axis given an extent: the trips at which the body's
+    matmul work adds up to the reference's (at least 1), or 1 when that cannot be told (no dots, or no
+    reference count), said in ``dynamic_note``."""
+    dynamic = desc.get("dynamic_axes") or []
+    if not dynamic:
+        return desc
+    per_step = sum(2.0 * d["m"] * d["n"] * d["k"] * d["batch"] * d["count"] for d in desc["body"]["dots"])
+    static = int(desc["steps"]) * int(desc.get("repeat", 1))
+    if per_step and reference_flops:
+        trips = max(1, math.ceil(reference_flops / (per_step * static)))
+        note = f"data-dependent grid axis charged {trips} trips: the body's matmul work reaching the reference's"
+    else:
+        trips, note = 1, "data-dependent grid axis charged 1 trip (no matmul work to size it by): a lower bound"
+    grid = [trips if i == dynamic[0] else (1 if g is None else g) for i, g in enumerate(desc["grid"])]
+    return {**desc, "grid": grid, "steps": int(desc["steps"]) * trips, "dynamic_axes": [], "dynamic_note": note}
+
+
+def _operand_traffic(op: dict[str, Any], desc: dict[str, Any], manual_dma: bool) -> tuple[int, int]:
+    """(transfers, HBM bytes) of one operand."""
+    array_bytes = math.prod(op["array_shape"]) * op["itemsize"]
+    if not op.get("pipelined", True):
+        return (0, 0) if manual_dma else (1, array_bytes)  # the body's DMAs are charged on their own
+    if op.get("changes") is None:
+        return 1, array_bytes  # data-dependent index map: once at full size
+    transfers = (op["changes"] + 1) * int(desc.get("repeat", 1))
+    return transfers, transfers * math.prod(op["block_shape"]) * op["itemsize"]
+
+
 def kernel_cost(desc: dict[str, Any], chip: dict[str, Any], consts: dict[str, Any]) -> KernelCost:
     steps = int(desc["steps"]) * int(desc.get("repeat", 1))
     operands, vmem = [], 0
+    dma_bytes = int(desc["body"].get("dma_bytes", 0)) * steps
     for op in desc["operands"]:
-        block_bytes = math.prod(op["block_shape"]) * op["itemsize"]
         array_bytes = math.prod(op["array_shape"]) * op["itemsize"]
-        if not op.get("pipelined", True) or op.get("changes") is None:
-            transfers, hbm = 1, array_bytes  # manual DMA or data-dependent: counted once at full size
-        else:
-            transfers = (op["changes"] + 1) * int(desc.get("repeat", 1))
-            hbm = transfers * block_bytes
+        transfers, hbm = _operand_traffic(op, desc, dma_bytes > 0)
         padded = tile_padded_bytes(op["block_shape"], op["itemsize"]) * (op["buffers"] if op.get("pipelined", True) else 0)
         vmem += padded
         operands.append(OperandCost(op["role"], op["index"], op["block_shape"], op["dtype"], hbm, array_bytes,
                                     transfers, padded, op.get("depends_on")))
-    vmem += sum(tile_padded_bytes(s["shape"], s["itemsize"]) for s in desc["scratch"])
+    vmem += sum(tile_padded_bytes(s["shape"], s["itemsize"]) for s in desc["scratch"])  # semaphores: 0 bytes
+    if dma_bytes:  # the kernel's own copies (pl.ANY operands), one entry for all of them
+        operands.append(OperandCost("dma", 0, [], "", dma_bytes, 0, steps, 0, None))
 
     clock = chip["bf16_ops_per_second"] / (chip["num_mxus"] * chip["mxu_column_size"] ** 2 * 2)
     mxu = chip["mxu_column_size"]
@@ -203,9 +234,12 @@ def kernel_cost(desc: dict[str, Any], chip: dict[str, Any], consts: dict[str, An
     )
 
 
-def estimate(kernels: list[dict[str, Any]], chip: dict[str, Any], target: str) -> CostEstimate:
+def estimate(kernels: list[dict[str, Any]], chip: dict[str, Any], target: str,
+             reference_flops: float | None = None) -> CostEstimate:
+    """The model on kernel descriptions; ``reference_flops`` (the reference's matmul FLOPs) sizes a grid axis
+    that is data-dependent."""
     consts = generation_constants(target)
-    costs = [kernel_cost(k, chip, consts) for k in kernels]
+    costs = [kernel_cost(resolve_dynamic_grid(k, reference_flops), chip, consts) for k in kernels]
     flops = sum(k.flops for k in costs)
     hbm = sum(k.hbm_bytes for k in costs)
     # The roofline's floor: every array crosses HBM once, every FLOP at peak.

@@ -22,6 +22,8 @@ def _us(seconds: float) -> str:
 
 
 def _operand_name(op: OperandCost) -> str:
+    if op.role == "dma":
+        return f"the kernel's own DMAs ({op.transfers:,} steps' worth)"
     return f"{op.role} {op.index} (block {'x'.join(map(str, op.block_shape))} {op.dtype})"
 
 
@@ -54,8 +56,9 @@ def diagnose(est: CostEstimate) -> list[str]:
                          f"({share:.0%}); {'room for larger blocks' if share < 0.5 else 'little headroom'}")
         top = max(k.operands, key=lambda o: o.hbm_bytes, default=None)
         if top is not None and k.hbm_bytes:
-            line = (f"{_operand_name(top)} moves {top.hbm_bytes / MIB:,.0f} MiB ({top.hbm_bytes / k.hbm_bytes:.0%} "
-                    f"of HBM traffic, {top.refetch:.1f}x its size)")
+            times = f", {top.refetch:.1f}x its size" if top.array_bytes else ""
+            line = (f"{_operand_name(top)} move{'s' if top.role != 'dma' else ''} {top.hbm_bytes / MIB:,.0f} MiB "
+                    f"({top.hbm_bytes / k.hbm_bytes:.0%} of HBM traffic{times})")
             hint = _traffic_hint(k, top)
             lines.append(f"{line}; {hint}" if hint else line)
         for dot in k.dots:

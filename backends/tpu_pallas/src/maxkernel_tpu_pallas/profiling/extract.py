@@ -5,7 +5,11 @@ array and block shapes, dtype and buffering, and, by evaluating its index map
 over the whole grid at once (vectorised with ``jax.vmap``), how many times its
 block index changes between consecutive grid steps (Pallas skips the copy when
 it does not) and which grid axes it depends on. Plus the body's work per grid
-step: matmul shapes, elementwise and transcendental op counts.
+step: matmul shapes, elementwise and transcendental op counts, and the bytes
+its own DMAs move (``pltpu.make_async_copy`` from operands left in HBM with
+``pl.ANY``). Expert kernels' other pieces are described, not refused: scratch
+semaphores and SMEM take no VMEM, a grid axis sized at run time (scalar
+prefetch, as megablox's) is marked dynamic for the cost model to resolve.
 
 Only plain numbers leave this module; the model itself (``costmodel.py``) runs
 in the parent.
@@ -59,8 +63,16 @@ def _index_walk(bm, grid: tuple[int, ...], num_index_operands: int) -> dict[str,
     return {"changes": int(changed.sum()), "depends_on": depends_on, "note": ""}
 
 
+def _dma_bytes(eqn) -> int:
+    """Bytes one ``dma_start`` moves: its destination window (refs after their ``.at[...]`` transforms)."""
+    from jax._src.pallas.mosaic.primitives import _dma_unflatten
+
+    _src, dst, *_ = _dma_unflatten(eqn.params["tree"], [v.aval for v in eqn.invars])
+    return math.prod(dst.shape) * np.dtype(dst.dtype).itemsize
+
+
 def _body_work(jaxpr) -> dict[str, Any]:
-    work = {"dots": [], "elementwise": 0, "transcendental": 0}
+    work = {"dots": [], "elementwise": 0, "transcendental": 0, "dma_bytes": 0}
 
     def walk(j, times: int) -> None:
         for eqn in j.eqns:
@@ -75,6 +87,8 @@ def _body_work(jaxpr) -> dict[str, Any]:
                     "k": math.prod(lhs.shape[d] for d in lc), "batch": math.prod(lhs.shape[d] for d in lb),
                     "dtype": str(lhs.dtype), "count": times,
                 })
+            elif name == "dma_start":
+                work["dma_bytes"] += times * _dma_bytes(eqn)
             elif name in ARITHMETIC:
                 # max of inputs and outputs: a reduction's work is the size of what it reads
                 avals = [v.aval for v in (*eqn.outvars, *eqn.invars) if hasattr(getattr(v, "aval", None), "shape")]
@@ -87,9 +101,22 @@ def _body_work(jaxpr) -> dict[str, Any]:
     return work
 
 
+def _scratch(aval) -> dict[str, Any]:
+    """A scratch buffer: VMEM bytes for the model, or none for semaphores and SMEM (no itemsize to read)."""
+    space = str(getattr(aval, "memory_space", "") or "").lower()
+    dtype = getattr(aval, "dtype", None)
+    itemsize = getattr(dtype, "itemsize", None)
+    if itemsize is None or "semaphore" in space or "smem" in space or "sem" in str(dtype).lower():
+        return {"shape": [int(d) for d in aval.shape], "dtype": str(dtype), "itemsize": 0, "space": space or "semaphore"}
+    return {"shape": [int(d) for d in aval.shape], "dtype": str(dtype), "itemsize": int(itemsize), "space": "vmem"}
+
+
 def describe_kernel(eqn) -> dict[str, Any]:
     gm = eqn.params["grid_mapping"]
-    grid = tuple(int(g) if isinstance(g, (int, np.integer)) else 1 for g in gm.grid)
+    # A grid axis sized by a traced value (scalar prefetch) has no extent at trace time: None, resolved later.
+    extents = [int(g) if isinstance(g, (int, np.integer)) else None for g in gm.grid]
+    dynamic = [i for i, g in enumerate(extents) if g is None]
+    grid = tuple(1 if g is None else g for g in extents)  # the index walk runs over the static axes only
     cp = _compiler_params(eqn)
     operands = []
     for n, bm in enumerate(gm.block_mappings):
@@ -105,17 +132,17 @@ def describe_kernel(eqn) -> dict[str, Any]:
             "itemsize": int(aval.dtype.itemsize),
             "buffers": int(getattr(pipeline, "buffer_count", 2) or 2),
             "pipelined": not any(s in space for s in ("any", "hbm", "smem")),
-            **_index_walk(bm, grid, gm.num_index_operands),
+            **_index_walk(bm, grid, gm.num_index_operands or len(dynamic)),
         })
     return {
         "name": str(eqn.params.get("name") or getattr(eqn.params.get("name_and_src_info"), "name", "kernel")),
-        "grid": list(grid),
-        "steps": math.prod(grid) if grid else 1,
+        "grid": extents,
+        "dynamic_axes": dynamic,
+        "steps": math.prod(grid) if grid else 1,  # static axes only; see dynamic_axes
         "dimension_semantics": [str(s).lower().split(".")[-1] for s in (getattr(cp, "dimension_semantics", None) or [])],
         "vmem_limit_bytes": getattr(cp, "vmem_limit_bytes", None),
         "operands": operands,
-        "scratch": [{"shape": [int(d) for d in a.shape], "dtype": str(a.dtype), "itemsize": int(a.dtype.itemsize)}
-                    for a in gm.scratch_avals],
+        "scratch": [_scratch(a) for a in gm.scratch_avals],
         "body": _body_work(eqn.params["jaxpr"]),
     }
 

@@ -334,22 +334,23 @@ class WorkerPool:
             return outcome
 
     def run_trusted(self, job: dict[str, Any], arrays: list[np.ndarray] = (), timeout: float | None = None) -> JobOutcome:
-        """Run task-owned code (the reference) in a long-lived worker; replaced if it dies."""
-        with self._trusted_lock:  # one trusted job at a time: the worker serves jobs in order
+        """Run task-owned code (the reference) in a worker of its own, closed after the job.
+
+        A reference job is done once per task and target (its result is cached), so a fresh process costs
+        a start-up per task and keeps every task's compile apart: a libtpu compile of one reference cannot
+        leave state (or memory toward the address-space limit) behind for the next, and a compile thread
+        still running past its time limit dies with its process."""
+        with self._trusted_lock:  # one trusted job at a time
             with self._lock:
-                if self._trusted is None or self._trusted.proc.poll() is not None:
-                    if self._trusted is not None:
-                        self._trusted.close()
-                    # Never a spare: spares must stay free of any task code for the candidates.
-                    self._trusted = Worker(self.limits, sandboxed=False)
-                worker = self._trusted
-            with self._exclusive_lock if self.exclusive else contextlib.nullcontext():
-                outcome = worker.run({**job, "scratch": str(worker.scratch)}, list(arrays), timeout or self.limits.timeout_s)
-            if outcome.status != "done" or self.exclusive:
+                # Never a spare: spares must stay free of any task code for the candidates.
+                self._trusted = worker = Worker(self.limits, sandboxed=False)
+            try:
+                with self._exclusive_lock if self.exclusive else contextlib.nullcontext():
+                    return worker.run({**job, "scratch": str(worker.scratch)}, list(arrays), timeout or self.limits.timeout_s)
+            finally:
                 with self._lock:
                     worker.close()
                     self._trusted = None
-            return outcome
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,41 @@
+"""Expert-written Pallas kernels of the published JaxBench operators are judged ok on v5e and v6e.
+
+Each is written here from its published algorithm (tests/tpu_pallas/experts/): flash attention, GQA, MLA with
+its projections left to XLA, paged and ragged paged attention (scalar prefetch, pl.ANY, DMA semaphores, a
+trace-time get_tpu_info()), megablox GMM (a grid axis sized at run time) and the tuned GEMM. A judge that
+refuses what experts write is wrong, not strict; every attack of test_attacks.py stays refused beside these.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from maxkernel_core import Candidate, EvalStatus
+
+from .conftest import EXPERTS, kernel_source
+
+pytestmark = pytest.mark.slow
+JAXBENCH = Path(__file__).resolve().parents[2] / "jaxbench"
+
+EXPERT_KERNELS = [
+    ("1p_Flash_Attention", "flash_attention.py"),
+    ("2p_GQA_Attention", "gqa_attention.py"),
+    ("3p_MLA_Attention", "mla_attention.py"),
+    ("6p_Paged_Attention", "paged_attention.py"),
+    ("7p_Ragged_Paged_Attention", "ragged_paged_attention.py"),
+    ("8p_GEMM", "tuned_gemm.py"),
+    ("11p_Megablox_GMM", "megablox_gmm.py"),
+]
+
+
+@pytest.mark.parametrize("target", ["v5e", "v6e"])
+@pytest.mark.parametrize("task_id, kernel", EXPERT_KERNELS)
+def test_expert_kernel_is_judged_ok(tpu_backend, task_id, kernel, target):
+    task = tpu_backend.load_task(JAXBENCH / task_id)
+    ev = tpu_backend.evaluate(task, Candidate(task.id, kernel_source(kernel, EXPERTS)), target=target)
+    assert ev.status is EvalStatus.OK, ev.reason
+    assert [c.name for c in ev.checks] == ["load", "trace", "proof_of_kernel", "tpu_compile", "correctness"]
+    # The cost model reads what experts write (semaphores, pl.ANY DMAs, run-time grids): an estimate, labelled.
+    assert ev.estimate is not None and ev.estimate.estimated, ev.details.get("cost_model")
+    assert ev.estimate.seconds > 0
