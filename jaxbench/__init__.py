@@ -10,7 +10,8 @@ from maxkernel_core import TaskSuite, hookimpl
 class JaxBench(TaskSuite):
     name = "jaxbench"
     backend = "tpu_pallas"
-    description = "50 TPU kernel tasks: 17 production operators (bf16) and 33 fused KernelBench level-2 patterns (f32)"
+    description = ("the 50 published JAXBench workloads (bf16): 17 production operators and 33 fused KernelBench "
+                   "level-2 patterns")
 
     @classmethod
     def root(cls) -> Path:

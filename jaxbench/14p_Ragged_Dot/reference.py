@@ -1,62 +1,22 @@
-"""14p_Ragged_Dot: jax.lax.ragged_dot semantics, written from the definition."""
+"""14p_Ragged_Dot: per-expert matmul out[g] = x[g] @ w[g] with equal groups (Mixtral-8x7B expert up-projection)."""
 import jax
 import jax.numpy as jnp
 
-SIZES = {"full": (8192, 4096, 14336, 8), "small": (512, 256, 512, 8)}  # M, K, N, G
-TILE = 256  # rows per tile in the reference's padded layout
+SIZES = {"full": (8, 8192, 4096, 14336), "small": (4, 512, 256, 512)}  # groups, rows M (all groups), K, N
 
 
-def get_inputs(dtype=jnp.bfloat16, size="full", seed=0):
-    m, k, n, g = SIZES[size]
-    kl, kr, kw, ki = jax.random.split(jax.random.key(seed), 4)
-    lhs = jax.random.normal(kl, (m, k), dtype)
-    rhs = (jax.random.normal(kr, (g, k, n), jnp.float32) / jnp.sqrt(k)).astype(dtype)
-    # Uneven group sizes that always sum to M: each row draws its group from a random skewed distribution.
-    group = jax.random.categorical(ki, jax.random.normal(kw, (g,)), shape=(m,))
-    group_sizes = jnp.bincount(group, length=g).astype(jnp.int32)
-    return (lhs, rhs, group_sizes), ()
+def get_inputs(dtype=jnp.bfloat16, size="full", seed=42):
+    g, m, k, n = SIZES[size]
+    kx, kw = jax.random.split(jax.random.key(seed))
+    x = jax.random.normal(kx, (g, m // g, k), dtype)
+    w = jax.random.normal(kw, (g, k, n), dtype) * 0.02
+    return (x, w), ()
 
 
-def computation(lhs, rhs, group_sizes):
-    """out[i] = lhs[i] @ rhs[g] for the rows i of group g; groups are consecutive row ranges.
-
-    Correct for any group sizes (empty groups included; rows past sum(group_sizes) give 0).
-    Masking every row against every group would do G times the work, so the reference pads each
-    group to a multiple of TILE rows (at most M/TILE + G tiles), multiplies each tile by its
-    group's matrix in a scan, and gathers the rows back.
-    """
-    m, k = lhs.shape
-    g, _, n = rhs.shape
-    num_tiles = -(-m // TILE) + g  # static bound on sum(ceil(group_sizes / TILE))
-    gs = group_sizes.astype(jnp.int32)
-    ends = jnp.cumsum(gs)
-    starts = ends - gs
-    tiles = (gs + TILE - 1) // TILE
-    tile_ends = jnp.cumsum(tiles)
-    tile_starts = tile_ends - tiles
-    tile_group = jnp.minimum(jnp.searchsorted(tile_ends, jnp.arange(num_tiles), side="right"), g - 1)
-
-    p = jnp.arange(num_tiles * TILE)  # a row of the padded layout
-    pg = tile_group[p // TILE]
-    offset = p - tile_starts[pg] * TILE
-    valid = (p // TILE < tile_ends[-1]) & (offset < gs[pg])
-    src = jnp.where(valid, starts[pg] + offset, 0)
-    x_pad = jnp.where(valid[:, None], lhs[src], 0).reshape(num_tiles, TILE, k)
-
-    def tile_matmul(_, xs):
-        x_t, g_t = xs
-        return None, jnp.dot(x_t, rhs[g_t], preferred_element_type=jnp.float32).astype(lhs.dtype)
-
-    _, y_pad = jax.lax.scan(tile_matmul, None, (x_pad, tile_group))
-    y_pad = y_pad.reshape(num_tiles * TILE, n)
-
-    i = jnp.arange(m)
-    gi = jnp.minimum(jnp.searchsorted(ends, i, side="right"), g - 1)
-    in_group = i < ends[-1]
-    dest = jnp.where(in_group, tile_starts[gi] * TILE + (i - starts[gi]), 0)
-    return jnp.where(in_group[:, None], y_pad[dest], 0).astype(lhs.dtype)
+def computation(x, w):
+    return jnp.einsum("gmk,gkn->gmn", x, w)
 
 
 def get_flops():
-    m, k, n, g = SIZES["full"]
-    return 2 * m * k * n  # each row is multiplied by exactly one group's matrix
+    g, m, k, n = SIZES["full"]
+    return 2 * g * (m // g) * k * n

@@ -1,32 +1,26 @@
-"""23k_Matmul_Sum_Max_AvgPool_LogSumExp_LogSumExp: Linear, then sum, max, mean, logsumexp, logsumexp over axis 1."""
-import math
-
+"""23k_Matmul_Sum_Max_AvgPool_LogSumExp_LogSumExp: a row sum of x @ W.T + bias, then four reductions over a size-1 axis."""
 import jax
 import jax.numpy as jnp
 
 SIZES = {"full": (4096, 8192, 8192), "small": (256, 512, 384)}  # batch, in_features, out_features
 
 
-def get_inputs(dtype=jnp.float32, size="full", seed=0):
-    m, k, n = SIZES[size]
+def get_inputs(dtype=jnp.bfloat16, size="full", seed=0):
+    b, k, n = SIZES[size]
     kx, kw, kb = jax.random.split(jax.random.key(seed), 3)
-    x = jax.random.normal(kx, (m, k), dtype)
-    w = (jax.random.normal(kw, (k, n), jnp.float32) / math.sqrt(k)).astype(dtype)
-    b = (0.1 * jax.random.normal(kb, (n,), jnp.float32)).astype(dtype)
-    return (x, w, b), ()
+    x = jax.random.uniform(kx, (b, k), dtype)
+    w = (jax.random.normal(kw, (n, k), jnp.float32) / jnp.sqrt(k)).astype(dtype)  # JAXBench: zeros
+    bias = jax.random.normal(kb, (n,), dtype)  # JAXBench: zeros
+    return (x, w, bias), ()
 
 
-def computation(x, w, b):
-    y = x @ w + b                                            # [batch, out]
-    y = jnp.sum(y, axis=1, keepdims=True)                    # [batch, 1]
-    y = jnp.max(y, axis=1, keepdims=True)
-    y = jnp.mean(y, axis=1, keepdims=True)
-    y = jax.nn.logsumexp(y, axis=1, keepdims=True)
-    return jax.nn.logsumexp(y, axis=1, keepdims=True)
+def computation(x, w, bias):
+    y = jnp.sum(jnp.matmul(x, w.T) + bias, axis=1, keepdims=True)
+    y = jnp.mean(jnp.max(y, axis=1, keepdims=True), axis=1, keepdims=True)
+    y = jax.scipy.special.logsumexp(y, axis=1, keepdims=True)
+    return jax.scipy.special.logsumexp(y, axis=1, keepdims=True)
 
 
 def get_flops():
-    # The operator as written: the full [batch, out] matmul (a kernel may take the
-    # matrix-vector shortcut described in kernel_task.yaml and do far less).
-    m, k, n = SIZES["full"]
-    return 2 * m * k * n
+    b, k, n = SIZES["full"]
+    return 2 * b * k * n

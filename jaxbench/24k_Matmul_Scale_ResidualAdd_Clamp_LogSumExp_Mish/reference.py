@@ -1,39 +1,26 @@
-"""24k_Matmul_Scale_ResidualAdd_Clamp_LogSumExp_Mish, float32.
-
-y = x @ W + b; y = y * scale; y = y + y; y = clip(y, lo, hi); z = logsumexp(y, axis=1, keepdims);
-out = z * mish(z).
-"""
-import math
-
+"""24k_Matmul_Scale_ResidualAdd_Clamp_LogSumExp_Mish: y = lse(clip(4 (x @ W.T + b), -10, 10)), then y * mish(y)."""
 import jax
 import jax.numpy as jnp
 
 SIZES = {"full": (4096, 8192, 8192), "small": (256, 512, 384)}  # batch, input_size, hidden_size
-SCALE_FACTOR, CLAMP_MIN, CLAMP_MAX = 2.0, -10.0, 10.0  # KernelBench's constants
 
 
-def get_inputs(dtype=jnp.float32, size="full", seed=0):
-    m, k, n = SIZES[size]
+def get_inputs(dtype=jnp.bfloat16, size="full", seed=0):
+    b, k, n = SIZES[size]
     kx, kw, kb = jax.random.split(jax.random.key(seed), 3)
-    x = jax.random.normal(kx, (m, k), dtype)
-    w = (jax.random.normal(kw, (k, n), jnp.float32) / math.sqrt(k)).astype(dtype)
-    b = (0.1 * jax.random.normal(kb, (n,), jnp.float32)).astype(dtype)
-    return (x, w, b), (SCALE_FACTOR, CLAMP_MIN, CLAMP_MAX)
+    x = jax.random.uniform(kx, (b, k), dtype)
+    w = (jax.random.normal(kw, (n, k), jnp.float32) / jnp.sqrt(k)).astype(dtype)  # JAXBench: zeros
+    bias = jax.random.normal(kb, (n,), dtype)  # JAXBench: zeros
+    return (x, w, bias), ()
 
 
-def _mish(x):
-    return x * jnp.tanh(jax.nn.softplus(x))
-
-
-def computation(x, w, b, scale_factor, clamp_min, clamp_max):
-    y = x @ w + b                    # [batch, hidden]
-    y = y * scale_factor
-    y = y + y                        # residual add of the tensor to itself
-    y = jnp.clip(y, clamp_min, clamp_max)
-    z = jax.nn.logsumexp(y, axis=1, keepdims=True)  # [batch, 1]
-    return z * _mish(z)
+def computation(x, w, bias):
+    y = (jnp.matmul(x, w.T) + bias) * 2.0
+    y = jnp.clip(y + y, -10.0, 10.0)  # the residual add of the scaled value to itself
+    y = jax.scipy.special.logsumexp(y, axis=1, keepdims=True)
+    return y * (y * jnp.tanh(jnp.logaddexp(y, 0.0)))  # y times mish(y)
 
 
 def get_flops():
-    m, k, n = SIZES["full"]
-    return 2 * m * k * n
+    b, k, n = SIZES["full"]
+    return 2 * b * k * n

@@ -1,30 +1,25 @@
-"""27k_Matmul_Mish_Mish: y = mish(mish(x @ W + b)), mish(v) = v * tanh(softplus(v)), float32."""
-import math
-
+"""27k_Matmul_Mish_Mish: mish(mish(x @ W + bias)) (KernelBench level 2 problem 29_Matmul_Mish_Mish, JAXBench sizes)."""
 import jax
 import jax.numpy as jnp
 
 SIZES = {"full": (4096, 8192, 8192), "small": (256, 512, 384)}  # batch, in_features, out_features
 
 
-def get_inputs(dtype=jnp.float32, size="full", seed=0):
-    m, k, n = SIZES[size]
+def get_inputs(dtype=jnp.bfloat16, size="full", seed=0):
+    b, k, n = SIZES[size]
     kx, kw, kb = jax.random.split(jax.random.key(seed), 3)
-    x = jax.random.normal(kx, (m, k), dtype)
-    w = (jax.random.normal(kw, (k, n), jnp.float32) / math.sqrt(k)).astype(dtype)
-    b = (0.1 * jax.random.normal(kb, (n,), jnp.float32)).astype(dtype)
-    return (x, w, b), ()
+    x = jax.random.uniform(kx, (b, k), dtype)
+    w = (jax.random.normal(kw, (k, n), jnp.float32) / jnp.sqrt(k)).astype(dtype)  # JAXBench: zeros
+    bias = jax.random.normal(kb, (n,), dtype)  # JAXBench: zeros
+    return (x, w, bias), ()
 
 
-def _mish(v):
-    return v * jnp.tanh(jax.nn.softplus(v))
-
-
-def computation(x, w, b):
-    y = x @ w + b
-    return _mish(_mish(y))
+def computation(x, w, bias):
+    y = x @ w + bias
+    y = y * jnp.tanh(jax.nn.softplus(y))
+    return y * jnp.tanh(jax.nn.softplus(y))
 
 
 def get_flops():
-    m, k, n = SIZES["full"]
-    return 2 * m * k * n
+    b, k, n = SIZES["full"]
+    return 2 * b * k * n

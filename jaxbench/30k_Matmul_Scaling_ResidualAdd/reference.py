@@ -1,26 +1,25 @@
-"""30k_Matmul_Scaling_ResidualAdd: y = x @ W + b; out = y * s + y, float32."""
+"""30k_Matmul_Scaling_ResidualAdd: y = x @ W + bias, then y * 0.5 + y (KernelBench level 2 problem 40)."""
 import jax
 import jax.numpy as jnp
 
-SIZES = {"full": (4096, 8192, 8192), "small": (256, 512, 384)}  # batch, in_features, out_features
+SIZES = {"full": (16384, 4096, 4096), "small": (256, 512, 384)}  # batch, in_features, out_features
 SCALING_FACTOR = 0.5
 
 
-def get_inputs(dtype=jnp.float32, size="full", seed=0):
-    m, k, n = SIZES[size]
+def get_inputs(dtype=jnp.bfloat16, size="full", seed=0):
+    b, k, n = SIZES[size]
     kx, kw, kb = jax.random.split(jax.random.key(seed), 3)
-    x = jax.random.normal(kx, (m, k), jnp.float32).astype(dtype)
-    w = (jax.random.normal(kw, (k, n), jnp.float32) / jnp.sqrt(k)).astype(dtype)
-    b = (0.1 * jax.random.normal(kb, (n,), jnp.float32)).astype(dtype)
-    return (x, w, b), (SCALING_FACTOR,)
+    x = jax.random.uniform(kx, (b, k), dtype)
+    w = (jax.random.normal(kw, (k, n), jnp.float32) / jnp.sqrt(k)).astype(dtype)  # JAXBench: zeros
+    bias = jax.random.normal(kb, (n,), dtype)  # JAXBench: zeros
+    return (x, w, bias), ()
 
 
-def computation(x, w, b, scaling_factor):
-    y = x @ w + b                     # nn.Linear, W stored [in, out]
-    original = jax.lax.stop_gradient(y)  # PyTorch's clone().detach(): same values
-    return y * scaling_factor + original
+def computation(x, w, bias):
+    y = jnp.matmul(x, w) + bias
+    return y * SCALING_FACTOR + y
 
 
 def get_flops():
-    m, k, n = SIZES["full"]
-    return 2 * m * k * n
+    b, k, n = SIZES["full"]
+    return 2 * b * k * n

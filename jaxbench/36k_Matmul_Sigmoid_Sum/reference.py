@@ -1,24 +1,23 @@
-"""36k_Matmul_Sigmoid_Sum: sum(sigmoid(x @ W + b), axis=1, keepdims=True), float32."""
+"""36k_Matmul_Sigmoid_Sum: sum(sigmoid(x @ W + bias), axis=1, keepdims) (KernelBench level 2 problem 56_Matmul_Sigmoid_Sum, JAXBench sizes)."""
 import jax
 import jax.numpy as jnp
 
-SIZES = {"full": (4096, 8192, 8192), "small": (256, 512, 384)}  # batch, input_size, hidden_size
+SIZES = {"full": (4096, 8192, 8192), "small": (256, 512, 384)}  # batch, in_features, out_features
 
 
-def get_inputs(dtype=jnp.float32, size="full", seed=0):
-    m, k, n = SIZES[size]
+def get_inputs(dtype=jnp.bfloat16, size="full", seed=0):
+    b, k, n = SIZES[size]
     kx, kw, kb = jax.random.split(jax.random.key(seed), 3)
-    x = jax.random.normal(kx, (m, k), jnp.float32).astype(dtype)
-    w = (jax.random.normal(kw, (k, n), jnp.float32) / jnp.sqrt(k)).astype(dtype)
-    b = (0.1 * jax.random.normal(kb, (n,), jnp.float32)).astype(dtype)
-    return (x, w, b), ()
+    x = jax.random.uniform(kx, (b, k), dtype)
+    w = (jax.random.normal(kw, (k, n), jnp.float32) / jnp.sqrt(k)).astype(dtype)  # JAXBench: zeros
+    bias = jax.random.normal(kb, (n,), dtype)  # JAXBench: zeros
+    return (x, w, bias), ()
 
 
-def computation(x, w, b):
-    y = jax.nn.sigmoid(x @ w + b)               # nn.Linear (W stored [in, out]) + sigmoid
-    return jnp.sum(y, axis=1, keepdims=True)    # [batch, 1]
+def computation(x, w, bias):
+    return jnp.sum(jax.nn.sigmoid(jnp.matmul(x, w) + bias), axis=1, keepdims=True)
 
 
 def get_flops():
-    m, k, n = SIZES["full"]
-    return 2 * m * k * n
+    b, k, n = SIZES["full"]
+    return 2 * b * k * n

@@ -1,26 +1,24 @@
-"""37k_Matmul_Swish_Scaling: swish(x @ W + b) * s, float32."""
+"""37k_Matmul_Swish_Scaling: swish(x @ W + bias) * 2.0 (KernelBench level 2 problem 59_Matmul_Swish_Scaling, JAXBench sizes)."""
 import jax
 import jax.numpy as jnp
 
 SIZES = {"full": (4096, 8192, 8192), "small": (256, 512, 384)}  # batch, in_features, out_features
-SCALING_FACTOR = 2.0
 
 
-def get_inputs(dtype=jnp.float32, size="full", seed=0):
-    m, k, n = SIZES[size]
+def get_inputs(dtype=jnp.bfloat16, size="full", seed=0):
+    b, k, n = SIZES[size]
     kx, kw, kb = jax.random.split(jax.random.key(seed), 3)
-    x = jax.random.normal(kx, (m, k), jnp.float32).astype(dtype)
-    w = (jax.random.normal(kw, (k, n), jnp.float32) / jnp.sqrt(k)).astype(dtype)
-    b = (0.1 * jax.random.normal(kb, (n,), jnp.float32)).astype(dtype)
-    return (x, w, b), (SCALING_FACTOR,)
+    x = jax.random.uniform(kx, (b, k), dtype)
+    w = (jax.random.normal(kw, (k, n), jnp.float32) / jnp.sqrt(k)).astype(dtype)  # JAXBench: zeros
+    bias = jax.random.normal(kb, (n,), dtype)  # JAXBench: zeros
+    return (x, w, bias), ()
 
 
-def computation(x, w, b, scaling_factor):
-    y = x @ w + b                   # nn.Linear, W stored [in, out]
-    y = y * jax.nn.sigmoid(y)       # Swish
-    return y * scaling_factor
+def computation(x, w, bias):
+    y = jnp.matmul(x, w) + bias
+    return y * jax.nn.sigmoid(y) * 2.0
 
 
 def get_flops():
-    m, k, n = SIZES["full"]
-    return 2 * m * k * n
+    b, k, n = SIZES["full"]
+    return 2 * b * k * n

@@ -1,26 +1,23 @@
-"""38k_Matmul_Dropout_Softmax: softmax(dropout(x @ W + b), axis=1), dropout at inference (identity), float32."""
+"""38k_Matmul_Dropout_Softmax: softmax(x @ W.T + bias, axis=1); dropout is the identity (inference) (KernelBench level 2 problem 66_Matmul_Dropout_Softmax, JAXBench sizes)."""
 import jax
 import jax.numpy as jnp
 
 SIZES = {"full": (4096, 8192, 8192), "small": (256, 512, 384)}  # batch, in_features, out_features
-DROPOUT_P = 0.2  # nn.Dropout(0.2) of the original module; identity in inference mode
 
 
-def get_inputs(dtype=jnp.float32, size="full", seed=0):
-    m, k, n = SIZES[size]
+def get_inputs(dtype=jnp.bfloat16, size="full", seed=0):
+    b, k, n = SIZES[size]
     kx, kw, kb = jax.random.split(jax.random.key(seed), 3)
-    x = jax.random.normal(kx, (m, k), jnp.float32).astype(dtype)
-    w = (jax.random.normal(kw, (k, n), jnp.float32) / jnp.sqrt(k)).astype(dtype)
-    b = (0.1 * jax.random.normal(kb, (n,), jnp.float32)).astype(dtype)
-    return (x, w, b), ()
+    x = jax.random.uniform(kx, (b, k), dtype)
+    w = (jax.random.normal(kw, (n, k), jnp.float32) / jnp.sqrt(k)).astype(dtype)  # JAXBench: zeros
+    bias = jax.random.normal(kb, (n,), dtype)  # JAXBench: zeros
+    return (x, w, bias), ()
 
 
-def computation(x, w, b):
-    y = x @ w + b                      # nn.Linear, W stored [in, out]
-    # dropout: inference semantics, the identity (no mask, no 1/(1-p) rescale)
-    return jax.nn.softmax(y, axis=1)   # softmax over the features of each row
+def computation(x, w, bias):
+    return jax.nn.softmax(x @ w.T + bias, axis=1)  # nn.Dropout(0.2) is the identity at inference
 
 
 def get_flops():
-    m, k, n = SIZES["full"]
-    return 2 * m * k * n
+    b, k, n = SIZES["full"]
+    return 2 * b * k * n

@@ -1,62 +1,72 @@
-"""3p_MLA_Attention: DeepSeek-V3 multi-head latent attention core (causal), from projected q and the kv latent."""
-import math
-
+"""3p_MLA_Attention: a DeepSeek-V3 multi-head latent attention layer (low-rank q and kv, decoupled RoPE), causal."""
 import jax
 import jax.numpy as jnp
 
-# B, S, heads, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim
-SIZES = {"full": (4, 2048, 128, 512, 128, 64, 128), "small": (1, 512, 16, 512, 128, 64, 128)}
-Q_CHUNK = 256  # query rows per step of the reference's lax.map
-
-# DeepSeek-V3 softmax scale: qk_head_dim^-0.5 times the YaRN mscale squared
-# (rope_scaling factor 40, mscale_all_dim 1.0: mscale = 0.1 * ln(40) + 1).
-_MSCALE = 0.1 * 1.0 * math.log(40.0) + 1.0
-SOFTMAX_SCALE = (128 + 64) ** -0.5 * _MSCALE * _MSCALE
+# batch, seq, embed, heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim
+SIZES = {"full": (4, 2048, 7168, 128, 1536, 512, 128, 64, 128),
+         "small": (1, 256, 512, 4, 256, 128, 128, 64, 128)}
+ROPE_THETA = 10000.0
+MASKED = -1e9
 
 
-def get_inputs(dtype=jnp.bfloat16, size="full", seed=0):
-    b, s, h, r, dn, dr, dv = SIZES[size]
-    kq, kc, kr, ku, kv = jax.random.split(jax.random.key(seed), 5)
-    q = jax.random.normal(kq, (b, s, h, dn + dr), dtype)  # [nope | rope], RoPE already applied
-    kv_latent = jax.random.normal(kc, (b, s, r), dtype)  # c_kv after kv_a_layernorm
-    k_rope = jax.random.normal(kr, (b, s, dr), dtype)  # shared by all heads, RoPE already applied
-    w_uk = (jax.random.normal(ku, (r, h, dn), jnp.float32) / math.sqrt(r)).astype(dtype)
-    w_uv = (jax.random.normal(kv, (r, h, dv), jnp.float32) / math.sqrt(r)).astype(dtype)
-    return (q, kv_latent, k_rope, w_uk, w_uv), (SOFTMAX_SCALE,)
+def get_inputs(dtype=jnp.bfloat16, size="full", seed=42):
+    b, s, e, h, ql, kvl, nope, rope, vd = SIZES[size]
+    keys = jax.random.split(jax.random.key(seed), 7)
+
+    def weight(key, shape):
+        return jax.random.normal(key, shape, dtype) * 0.02
+
+    x = jax.random.normal(keys[0], (b, s, e), dtype)
+    q_down, q_up = weight(keys[1], (e, ql)), weight(keys[2], (ql, h * (nope + rope)))
+    kv_down = weight(keys[3], (e, kvl + rope))
+    k_up, v_up = weight(keys[4], (kvl, h * nope)), weight(keys[5], (kvl, h * vd))
+    o_proj = weight(keys[6], (h * vd, e))
+    return (x, q_down, q_up, kv_down, k_up, v_up, o_proj), ()
 
 
-def computation(q, kv_latent, k_rope, w_uk, w_uv, softmax_scale):
-    b, s, h, dq = q.shape
-    dn = w_uk.shape[-1]
-    # Expand the latent into per-head keys and values (the kv_b_proj of DeepSeek-V3).
-    k_nope = jnp.einsum("bsr,rhd->bshd", kv_latent, w_uk, preferred_element_type=jnp.float32).astype(q.dtype)
-    v = jnp.einsum("bsr,rhd->bshd", kv_latent, w_uv, preferred_element_type=jnp.float32).astype(q.dtype)
-    chunk = min(Q_CHUNK, s)
-    n = s // chunk
-    # [B, H, S, S] f32 scores are 8 GiB at full size: walk over query chunks with lax.map.
-    q_chunks = jnp.moveaxis(q.reshape(b, n, chunk, h, dq), 1, 0)  # [n, B, chunk, H, Dq]
-    k_pos = jnp.arange(s)
+def rotate(x, cos, sin):
+    """RoPE on interleaved pairs (x[..., 0::2], x[..., 1::2]) of x [B, S, H, rope]."""
+    even, odd = x[..., 0::2], x[..., 1::2]
+    cos, sin = cos[None, :, None, :], sin[None, :, None, :]
+    return jnp.stack([even * cos - odd * sin, even * sin + odd * cos], axis=-1).reshape(x.shape)
 
-    def one_chunk(args):
-        i, qc = args
-        # q.k = q_nope.k_nope + q_rope.k_rope (the rope key is the same for every head).
-        scores = (jnp.einsum("bqhd,bkhd->bhqk", qc[..., :dn], k_nope, preferred_element_type=jnp.float32)
-                  + jnp.einsum("bqhd,bkd->bhqk", qc[..., dn:], k_rope, preferred_element_type=jnp.float32))
-        scores = scores * softmax_scale
-        q_pos = i * chunk + jnp.arange(chunk)
-        scores = jnp.where(q_pos[:, None] >= k_pos[None, :], scores, -jnp.inf)
-        probs = jax.nn.softmax(scores, axis=-1)
-        out = jnp.einsum("bhqk,bkhd->bqhd", probs.astype(v.dtype), v, preferred_element_type=jnp.float32)
-        return out.astype(q.dtype)
 
-    out = jax.lax.map(one_chunk, (jnp.arange(n), q_chunks))  # [n, B, chunk, H, Dv]
-    return jnp.moveaxis(out, 0, 1).reshape(b, s, h, v.shape[-1])
+def computation(x, q_down, q_up, kv_down, k_up, v_up, o_proj):
+    b, s, _ = x.shape
+    kvl = k_up.shape[0]
+    rope = kv_down.shape[1] - kvl
+    h, vd = _heads(q_up, k_up, v_up, rope)
+    nope = k_up.shape[1] // h
+    q = (x @ q_down @ q_up).reshape(b, s, h, nope + rope)
+    latent = x @ kv_down
+    k_latent, k_pe = latent[..., :kvl], latent[..., kvl:]
+    k_nope = (k_latent @ k_up).reshape(b, s, h, nope)
+    v = (k_latent @ v_up).reshape(b, s, h, vd)
+
+    freqs = 1.0 / ROPE_THETA ** (jnp.arange(0, rope, 2, dtype=jnp.float32) / rope)
+    angles = jnp.outer(jnp.arange(s, dtype=jnp.float32), freqs)
+    cos, sin = jnp.cos(angles).astype(x.dtype), jnp.sin(angles).astype(x.dtype)
+    q_pe = rotate(q[..., nope:], cos, sin)
+    k_pe = rotate(jnp.broadcast_to(k_pe[:, :, None, :], (b, s, h, rope)), cos, sin)
+
+    q = jnp.concatenate([q[..., :nope], q_pe], axis=-1)
+    k = jnp.concatenate([k_nope, k_pe], axis=-1)
+    with jax.named_scope("attention"):  # what the kernel must own (kernel_owns in kernel_task.yaml)
+        scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) * (nope + rope) ** -0.5
+        causal = jnp.tril(jnp.ones((s, s), dtype=bool))
+        probs = jax.nn.softmax(jnp.where(causal, scores, MASKED), axis=-1)
+        out = jnp.einsum("bhqk,bkhd->bqhd", probs, v)
+    return out.reshape(b, s, h * vd) @ o_proj
+
+
+def _heads(q_up, k_up, v_up, rope):
+    """(heads, v_head_dim) from the weights' widths: q_up is H*(nope+rope) wide, k_up H*nope."""
+    h = (q_up.shape[1] - k_up.shape[1]) // rope
+    return h, v_up.shape[1] // h
 
 
 def get_flops():
-    # Up-projections of the latent to k_nope and v, plus causal attention counted as half of the
-    # full q k^T (Dq = 192) and p v (Dv = 128) products.
-    b, s, h, r, dn, dr, dv = SIZES["full"]
-    up = 2 * b * s * r * h * (dn + dv)
-    attn = (2 * b * h * s * s * (dn + dr) + 2 * b * h * s * s * dv) // 2
-    return up + attn
+    b, s, e, h, ql, kvl, nope, rope, vd = SIZES["full"]
+    projections = 2 * b * s * (e * ql + ql * h * (nope + rope) + e * (kvl + rope) + kvl * h * nope
+                               + kvl * h * vd + h * vd * e)
+    return projections + 4 * b * h * s * s * (nope + rope)  # JAXBench counts p v at the q/k head width too

@@ -1,40 +1,33 @@
-"""40k_Gemm_GroupNorm_Min_BiasAdd: min over features of GroupNorm(x @ W + b), plus a per-channel bias.
-
-KernelBench level 2 problem 75. The PyTorch module adds a (1, C, 1, 1) bias to the
-(B, 1) row minima, which broadcasts to (1, C, B, 1); here the unit axes are dropped
-and the output is that same (C, B) array: out[c, i] = min_j gn(y)[i, j] + bias[c].
-"""
+"""40k_Gemm_GroupNorm_Min_BiasAdd: the row min of GroupNorm(x @ W.T + b), broadcast against a [1, C, 1, 1] bias."""
 import jax
 import jax.numpy as jnp
 
-# batch, in_features, out_features, num_groups (group size 16 at both sizes)
-SIZES = {"full": (4096, 8192, 8192, 512), "small": (256, 512, 384, 24)}
+SIZES = {"full": (4096, 8192, 8192), "small": (256, 512, 384)}  # batch, in_features, out_features
+GROUP_SIZE = 16  # 512 groups of the 8192 features at full size
 EPS = 1e-5
 
 
-def get_inputs(dtype=jnp.float32, size="full", seed=0):
-    b, k, n, groups = SIZES[size]
-    kx, kw, kb, kg, kgb, kbias = jax.random.split(jax.random.key(seed), 6)
-    x = jax.random.normal(kx, (b, k), dtype)
-    w = (jax.random.normal(kw, (k, n), jnp.float32) / jnp.sqrt(k)).astype(dtype)
-    lin_b = (0.1 * jax.random.normal(kb, (n,), jnp.float32)).astype(dtype)
-    gn_w = (1.0 + 0.1 * jax.random.normal(kg, (n,), jnp.float32)).astype(dtype)
-    gn_b = (0.1 * jax.random.normal(kgb, (n,), jnp.float32)).astype(dtype)
-    bias = jax.random.normal(kbias, (n,), dtype)
-    return (x, w, lin_b, gn_w, gn_b, bias), (groups, EPS)
+def get_inputs(dtype=jnp.bfloat16, size="full", seed=0):
+    b, k, n = SIZES[size]
+    keys = jax.random.split(jax.random.key(seed), 6)
+    x = jax.random.uniform(keys[0], (b, k), dtype)
+    w = (jax.random.normal(keys[1], (n, k), jnp.float32) / jnp.sqrt(k)).astype(dtype)  # JAXBench: zeros
+    linear_bias = jax.random.normal(keys[2], (n,), dtype)  # JAXBench: zeros
+    gn_weight = 1.0 + 0.1 * jax.random.normal(keys[3], (n,), dtype)  # JAXBench: ones
+    gn_bias = 0.1 * jax.random.normal(keys[4], (n,), dtype)  # JAXBench: zeros
+    bias = jax.random.normal(keys[5], (1, n, 1, 1), dtype)  # JAXBench: zeros
+    return (x, w, linear_bias, gn_weight, gn_bias, bias), ()
 
 
-def computation(x, w, lin_b, gn_w, gn_b, bias, num_groups, eps):
-    y = x @ w + lin_b                                   # Linear: [B, C]
-    b, c = y.shape
-    g = y.reshape(b, num_groups, c // num_groups)       # GroupNorm over channel groups, per row
-    mean = jnp.mean(g, axis=-1, keepdims=True)
-    var = jnp.var(g, axis=-1, keepdims=True)
-    y = ((g - mean) * jax.lax.rsqrt(var + eps)).reshape(b, c) * gn_w + gn_b
-    row_min = jnp.min(y, axis=1)                        # [B]
-    return bias[:, None] + row_min[None, :]             # [C, B]
+def computation(x, w, linear_bias, gn_weight, gn_bias, bias):
+    h = jnp.matmul(x, w.T) + linear_bias
+    b, c = h.shape
+    g = h.reshape(b, c // GROUP_SIZE, GROUP_SIZE)
+    g = (g - jnp.mean(g, axis=2, keepdims=True)) / jnp.sqrt(jnp.var(g, axis=2, keepdims=True) + EPS)
+    low = jnp.min(g.reshape(b, c) * gn_weight + gn_bias, axis=1, keepdims=True)  # [B, 1]
+    return low.reshape(1, 1, b, 1) + bias  # broadcast to [1, C, B, 1], as the PyTorch module does
 
 
 def get_flops():
-    b, k, n, _ = SIZES["full"]
-    return 2 * b * k * n  # the GEMM; the GroupNorm, min and bias add are O(B*C)
+    b, k, n = SIZES["full"]
+    return 2 * b * k * n

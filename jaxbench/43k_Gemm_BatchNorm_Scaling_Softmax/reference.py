@@ -1,9 +1,4 @@
-"""43k_Gemm_BatchNorm_Scaling_Softmax: softmax(scale * BN_train(x @ W + b)) over features.
-
-KernelBench level 2 problem 84. BatchNorm1d runs in training mode (the module's default):
-batch statistics over the B rows, biased variance, eps 1e-5; the running-stat update is a
-side effect with no output and is not modelled.
-"""
+"""43k_Gemm_BatchNorm_Scaling_Softmax: softmax(scale * BatchNorm_eval(x @ W + b), axis=1) (KernelBench level 2 problem 84)."""
 import jax
 import jax.numpy as jnp
 
@@ -11,24 +6,24 @@ SIZES = {"full": (4096, 8192, 8192), "small": (256, 512, 384)}  # batch, in_feat
 EPS = 1e-5
 
 
-def get_inputs(dtype=jnp.float32, size="full", seed=0):
+def get_inputs(dtype=jnp.bfloat16, size="full", seed=0):
     b, k, n = SIZES[size]
-    kx, kw, kb, kg, kbb, ks = jax.random.split(jax.random.key(seed), 6)
-    x = jax.random.normal(kx, (b, k), dtype)
-    w = (jax.random.normal(kw, (k, n), jnp.float32) / jnp.sqrt(k)).astype(dtype)
-    lin_b = (0.1 * jax.random.normal(kb, (n,), jnp.float32)).astype(dtype)
-    bn_w = (1.0 + 0.1 * jax.random.normal(kg, (n,), jnp.float32)).astype(dtype)
-    bn_b = (0.1 * jax.random.normal(kbb, (n,), jnp.float32)).astype(dtype)
-    scale = (1.0 + 0.1 * jax.random.normal(ks, (1,), jnp.float32)).astype(dtype)  # nn.Parameter, shape (1,)
-    return (x, w, lin_b, bn_w, bn_b, scale), (EPS,)
+    keys = jax.random.split(jax.random.key(seed), 8)
+    x = jax.random.uniform(keys[0], (b, k), dtype)
+    w = (jax.random.normal(keys[1], (k, n), jnp.float32) / jnp.sqrt(k)).astype(dtype)  # JAXBench: zeros
+    bias = jax.random.normal(keys[2], (n,), dtype)  # JAXBench: zeros
+    bn_scale = 1.0 + 0.1 * jax.random.normal(keys[3], (n,), dtype)  # JAXBench: ones
+    bn_bias = 0.1 * jax.random.normal(keys[4], (n,), dtype)  # JAXBench: zeros
+    bn_mean = 0.1 * jax.random.normal(keys[5], (n,), dtype)  # JAXBench: zeros
+    bn_var = jax.random.uniform(keys[6], (n,), dtype, 0.5, 1.5)  # JAXBench: ones
+    scale = 1.0 + 0.1 * jax.random.normal(keys[7], (1,), dtype)  # JAXBench: ones
+    return (x, w, bias, bn_scale, bn_bias, bn_mean, bn_var, scale), ()
 
 
-def computation(x, w, lin_b, bn_w, bn_b, scale, eps):
-    y = x @ w + lin_b                                  # [B, N]
-    mean = jnp.mean(y, axis=0)                         # batch statistics (training mode)
-    var = jnp.var(y, axis=0)
-    y = (y - mean) * jax.lax.rsqrt(var + eps) * bn_w + bn_b
-    return jax.nn.softmax(scale * y, axis=1)
+def computation(x, w, bias, bn_scale, bn_bias, bn_mean, bn_var, scale):
+    h = jnp.matmul(x, w) + bias
+    h = bn_scale * ((h - bn_mean) / jnp.sqrt(bn_var + EPS)) + bn_bias  # running statistics: inference
+    return jax.nn.softmax(scale * h, axis=1)
 
 
 def get_flops():

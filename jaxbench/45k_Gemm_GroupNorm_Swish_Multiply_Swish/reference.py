@@ -1,36 +1,34 @@
-"""45k_Gemm_GroupNorm_Swish_Multiply_Swish: swish(swish(GN(x @ W + b)) * m) (KernelBench level 2 problem 88)."""
+"""45k_Gemm_GroupNorm_Swish_Multiply_Swish: swish(swish(GroupNorm(x @ W.T + b)) * w) (KernelBench level 2 problem 88)."""
 import jax
 import jax.numpy as jnp
 
-# batch, in_features, out_features, num_groups (group size 32 at both sizes)
-SIZES = {"full": (4096, 8192, 8192, 256), "small": (256, 512, 384, 12)}
+SIZES = {"full": (4096, 8192, 8192), "small": (256, 512, 384)}  # batch, in_features, out_features
+GROUP_SIZE = 32  # 256 groups of the 8192 features at full size
 EPS = 1e-5
 
 
-def get_inputs(dtype=jnp.float32, size="full", seed=0):
-    b, k, n, groups = SIZES[size]
-    kx, kw, kb, kg, kgb, km = jax.random.split(jax.random.key(seed), 6)
-    x = jax.random.normal(kx, (b, k), dtype)
-    w = (jax.random.normal(kw, (k, n), jnp.float32) / jnp.sqrt(k)).astype(dtype)
-    lin_b = (0.1 * jax.random.normal(kb, (n,), jnp.float32)).astype(dtype)
-    gn_w = (1.0 + 0.1 * jax.random.normal(kg, (n,), jnp.float32)).astype(dtype)
-    gn_b = (0.1 * jax.random.normal(kgb, (n,), jnp.float32)).astype(dtype)
-    mul_w = jax.random.normal(km, (n,), dtype)  # nn.Parameter(torch.randn(out_features))
-    return (x, w, lin_b, gn_w, gn_b, mul_w), (groups, EPS)
+def get_inputs(dtype=jnp.bfloat16, size="full", seed=0):
+    b, k, n = SIZES[size]
+    keys = jax.random.split(jax.random.key(seed), 6)
+    x = jax.random.uniform(keys[0], (b, k), dtype)
+    w = (jax.random.normal(keys[1], (n, k), jnp.float32) / jnp.sqrt(k)).astype(dtype)  # JAXBench: zeros
+    bias = jax.random.normal(keys[2], (n,), dtype)  # JAXBench: zeros
+    gn_weight = 1.0 + 0.1 * jax.random.normal(keys[3], (n,), dtype)  # JAXBench: ones
+    gn_bias = 0.1 * jax.random.normal(keys[4], (n,), dtype)  # JAXBench: zeros
+    multiply_weight = jax.random.normal(keys[5], (n,), dtype)  # JAXBench: zeros
+    return (x, w, bias, gn_weight, gn_bias, multiply_weight), ()
 
 
-def computation(x, w, lin_b, gn_w, gn_b, mul_w, num_groups, eps):
-    y = x @ w + lin_b                                   # Linear: [B, C]
-    b, c = y.shape
-    g = y.reshape(b, num_groups, c // num_groups)       # GroupNorm over channel groups, per row
-    mean = jnp.mean(g, axis=-1, keepdims=True)
-    var = jnp.var(g, axis=-1, keepdims=True)
-    y = ((g - mean) * jax.lax.rsqrt(var + eps)).reshape(b, c) * gn_w + gn_b
-    y = y * jax.nn.sigmoid(y)                           # Swish
-    y = y * mul_w
-    return y * jax.nn.sigmoid(y)                        # Swish
+def computation(x, w, bias, gn_weight, gn_bias, multiply_weight):
+    h = jnp.matmul(x, w.T) + bias
+    b, c = h.shape
+    g = h.reshape(b, c // GROUP_SIZE, GROUP_SIZE)
+    g = (g - jnp.mean(g, axis=-1, keepdims=True)) / jnp.sqrt(jnp.var(g, axis=-1, keepdims=True) + EPS)
+    h = g.reshape(b, c) * gn_weight + gn_bias
+    h = h * jax.nn.sigmoid(h) * multiply_weight
+    return h * jax.nn.sigmoid(h)
 
 
 def get_flops():
-    b, k, n, _ = SIZES["full"]
+    b, k, n = SIZES["full"]
     return 2 * b * k * n

@@ -1,9 +1,4 @@
-"""48k_Matmul_BatchNorm_BiasAdd_Divide_Swish (KernelBench level 2 problem 97).
-
-swish((BN_train(x @ W + b) + bias) / divide_value). BatchNorm1d in training mode (the
-module's default): batch statistics over the B rows, biased variance, eps 1e-5; the
-running-stat update is a side effect with no output and is not modelled.
-"""
+"""48k_Matmul_BatchNorm_BiasAdd_Divide_Swish: swish((BatchNorm_eval(x @ W + b) + bias) / 1.0) (KernelBench level 2 problem 97)."""
 import jax
 import jax.numpy as jnp
 
@@ -12,25 +7,25 @@ EPS = 1e-5
 DIVIDE_VALUE = 1.0
 
 
-def get_inputs(dtype=jnp.float32, size="full", seed=0):
+def get_inputs(dtype=jnp.bfloat16, size="full", seed=0):
     b, k, n = SIZES[size]
-    kx, kw, kb, kg, kbb, kbias = jax.random.split(jax.random.key(seed), 6)
-    x = jax.random.normal(kx, (b, k), dtype)
-    w = (jax.random.normal(kw, (k, n), jnp.float32) / jnp.sqrt(k)).astype(dtype)
-    lin_b = (0.1 * jax.random.normal(kb, (n,), jnp.float32)).astype(dtype)
-    bn_w = (1.0 + 0.1 * jax.random.normal(kg, (n,), jnp.float32)).astype(dtype)
-    bn_b = (0.1 * jax.random.normal(kbb, (n,), jnp.float32)).astype(dtype)
-    bias = jax.random.normal(kbias, (1,), dtype)  # nn.Parameter(torch.randn((1,)))
-    return (x, w, lin_b, bn_w, bn_b, bias), (EPS, DIVIDE_VALUE)
+    keys = jax.random.split(jax.random.key(seed), 8)
+    x = jax.random.uniform(keys[0], (b, k), dtype)
+    w = (jax.random.normal(keys[1], (k, n), jnp.float32) / jnp.sqrt(k)).astype(dtype)  # JAXBench: zeros
+    linear_bias = jax.random.normal(keys[2], (n,), dtype)  # JAXBench: zeros
+    bn_scale = 1.0 + 0.1 * jax.random.normal(keys[3], (n,), dtype)  # JAXBench: ones
+    bn_bias = 0.1 * jax.random.normal(keys[4], (n,), dtype)  # JAXBench: zeros
+    bn_mean = 0.1 * jax.random.normal(keys[5], (n,), dtype)  # JAXBench: zeros
+    bn_var = jax.random.uniform(keys[6], (n,), dtype, 0.5, 1.5)  # JAXBench: ones
+    bias = jax.random.normal(keys[7], (1,), dtype)  # JAXBench: zeros
+    return (x, w, linear_bias, bn_scale, bn_bias, bn_mean, bn_var, bias), ()
 
 
-def computation(x, w, lin_b, bn_w, bn_b, bias, eps, divide_value):
-    y = x @ w + lin_b                                  # [B, N]
-    mean = jnp.mean(y, axis=0)                         # batch statistics (training mode)
-    var = jnp.var(y, axis=0)
-    y = (y - mean) * jax.lax.rsqrt(var + eps) * bn_w + bn_b
-    y = (y + bias) / divide_value
-    return y * jax.nn.sigmoid(y)                       # Swish
+def computation(x, w, linear_bias, bn_scale, bn_bias, bn_mean, bn_var, bias):
+    h = jnp.matmul(x, w) + linear_bias
+    h = bn_scale * ((h - bn_mean) / jnp.sqrt(bn_var + EPS)) + bn_bias  # running statistics: inference
+    h = (h + bias) / DIVIDE_VALUE
+    return h * jax.nn.sigmoid(h)
 
 
 def get_flops():

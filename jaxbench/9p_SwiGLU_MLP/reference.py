@@ -1,27 +1,24 @@
-"""9p_SwiGLU_MLP: Llama-style gated MLP, down(silu(x @ W_gate) * (x @ W_up)), bf16 in/out."""
+"""9p_SwiGLU_MLP: (silu(x @ gate) * (x @ up)) @ down, bfloat16 (Llama-3.1-70B MLP)."""
 import jax
 import jax.numpy as jnp
 
-SIZES = {"full": (8192, 8192, 28672), "small": (256, 512, 768)}  # tokens, embed, hidden
+SIZES = {"full": (2, 4096, 8192, 28672), "small": (1, 256, 512, 768)}  # batch, seq, embed, mlp
 
 
-def get_inputs(dtype=jnp.bfloat16, size="full", seed=0):
-    t, d, h = SIZES[size]
+def get_inputs(dtype=jnp.bfloat16, size="full", seed=42):
+    b, s, e, m = SIZES[size]
     kx, kg, ku, kd = jax.random.split(jax.random.key(seed), 4)
-    x = jax.random.normal(kx, (t, d), dtype)
-    w_gate = (jax.random.normal(kg, (d, h), jnp.float32) / jnp.sqrt(d)).astype(dtype)
-    w_up = (jax.random.normal(ku, (d, h), jnp.float32) / jnp.sqrt(d)).astype(dtype)
-    w_down = (jax.random.normal(kd, (h, d), jnp.float32) / jnp.sqrt(h)).astype(dtype)
-    return (x, w_gate, w_up, w_down), ()
+    x = jax.random.normal(kx, (b, s, e), dtype)
+    gate = jax.random.normal(kg, (e, m), dtype) * 0.02
+    up = jax.random.normal(ku, (e, m), dtype) * 0.02
+    down = jax.random.normal(kd, (m, e), dtype) * 0.02
+    return (x, gate, up, down), ()
 
 
-def computation(x, w_gate, w_up, w_down):
-    gate = jnp.dot(x, w_gate, preferred_element_type=jnp.float32)
-    up = jnp.dot(x, w_up, preferred_element_type=jnp.float32)
-    h = (jax.nn.silu(gate) * up).astype(x.dtype)  # the activation is bf16 before the down projection
-    return jnp.dot(h, w_down, preferred_element_type=jnp.float32).astype(x.dtype)
+def computation(x, gate, up, down):
+    return jnp.dot(jax.nn.silu(jnp.dot(x, gate)) * jnp.dot(x, up), down)
 
 
 def get_flops():
-    t, d, h = SIZES["full"]
-    return 3 * 2 * t * d * h  # gate, up and down projections
+    b, s, e, m = SIZES["full"]
+    return 3 * 2 * b * s * e * m

@@ -1,9 +1,11 @@
-"""Every JaxBench task loads, runs at small size on CPU and compiles for v5e at full size.
+"""Every JaxBench task loads, runs at small size on CPU and compiles at full size for v6e (JAXBench's chip).
 
 The reference job is the judge's own (a trusted worker): it traces the
-computation at full size, compiles it with libtpu for a v5e that exists only as
+computation at full size, compiles it with libtpu for a TPU that exists only as
 a description, and runs the small input sets on CPU. A task that fails here
-would fail every candidate evaluated against it.
+would fail every candidate evaluated against it. Two published workloads need
+more HBM than a v5e has (16 GiB): there the reference compile says so and the
+task is still judged (XLA's estimate is missing, not wrong).
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def test_task_loads_with_both_sizes_seeds_and_flops(task_id):
     assert task.id == task_id
     assert task.sizes == ("full", "small")
     assert task.metadata["supports_seed"] and task.metadata["has_flops"]
-    assert task.dtype == ("bfloat16" if task_id.split("_")[0].endswith("p") else "float32")
+    assert task.dtype == "bfloat16"  # JAXBench runs every workload in bfloat16
     assert len(task.description) > 40
     meta = tasks.yaml.safe_load((ROOT / task_id / "kernel_task.yaml").read_text())
     assert meta.get("source"), "say where the full-size dimensions come from"
@@ -65,21 +67,39 @@ def evaluator():
     ev.close()
 
 
+#: Published workloads whose XLA program needs more than a v5e's 16 GiB of HBM (the S x S scores of
+#: 128-head attention at sequence 4096, Mamba-2's (B, H, S, S) decay mask).
+OVER_V5E_HBM = {"2p_GQA_Attention", "16p_Mamba2_SSD"}
+#: gelu(m - mean(m)) over a size-1 axis is gelu(0): the published 42k's output is 0 whatever the inputs.
+CONSTANT_OUTPUT = {"42k_Gemm_Max_Subtract_GELU"}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("task_id", PRESENT)
-def test_reference_runs_small_on_cpu_and_compiles_full_for_v5e(task_id, evaluator):
+def test_reference_runs_small_on_cpu_and_compiles_full_for_v6e(task_id, evaluator):
     task = tasks.load_task_at(ROOT / task_id)
-    ref = evaluator.reference(task, "v5e")
-    assert ref.xla and ref.xla.get("ok"), f"full size does not compile for v5e: {ref.xla}"
+    ref = evaluator.reference(task, "v6e")
+    assert ref.xla and ref.xla.get("ok"), f"full size does not compile for v6e: {ref.xla}"
     assert len(ref.sets) >= 2 and not ref.note
     for outs in ref.outputs:
         for out in outs:
             values = np.asarray(out, dtype=np.float64)
             assert np.isfinite(values).all(), "the reference gives non-finite values at small size"
     first, second = (np.concatenate([np.ravel(np.asarray(o, np.float64)) for o in outs]) for outs in ref.outputs[:2])
-    assert not np.array_equal(first, second), "a fresh seed gives the same outputs: the inputs do not depend on it"
+    if task_id in CONSTANT_OUTPUT:
+        assert not first.any()
+    else:
+        assert not np.array_equal(first, second), "a fresh seed gives the same outputs: the inputs do not depend on it"
     # get_flops() counts the full-size operator; the traced reference counts what XLA is asked to do.
     # They may differ (causal masks, algebraic shortcuts) but not by orders of magnitude.
     traced = ref.work["glue_flops"] + ref.work["glue_elementwise"]
     assert ref.flops and ref.flops > 0
     assert 0.05 <= ref.flops / max(traced, 1) <= 20, (ref.flops, ref.work)
+
+
+@pytest.mark.slow
+def test_a_reference_over_the_targets_hbm_is_still_judged(evaluator):
+    task = tasks.load_task_at(ROOT / "2p_GQA_Attention")
+    ref = evaluator.reference(task, "v5e")
+    assert ref.xla and not ref.xla["ok"] and "HBM" in ref.xla["error"]["message"]
+    assert ref.xla_seconds is None and len(ref.sets) >= 2
