@@ -1,6 +1,6 @@
 """The whole JaxBench suite with the offline provider and the auto strategy, as `maxkernel bench` runs it.
 
-    .venv/bin/python benchmarks/offline_sweep.py [--jobs 2] [--tasks GLOB] [--budget 2] [--out DIR]
+    .venv/bin/python benchmarks/offline_sweep.py [--suite jaxbench] [--jobs 2] [--tasks GLOB] [--budget 2] [--out DIR]
 
 Prints the wall time of every task and of the sweep (target: under 30 minutes
 on 2 cores) and the suite figures (compile and correctness rates, geometric
@@ -21,6 +21,7 @@ TARGET_MINUTES = 30
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--suite", default="jaxbench", help="a registered suite or a folder of tasks")
     parser.add_argument("--tasks", default="*")
     # Two evaluations (the cost model's best point and its best neighbour, or a repair) and the re-check
     # of the best keep the suite within 30 minutes on 2 cores now that all 50 tasks get kernels (staged
@@ -39,7 +40,7 @@ def main() -> None:
     settings = Settings()
     settings.store.home = tempfile.mkdtemp(prefix="maxkernel-sweep-")
     pm = get_plugin_manager()
-    config = BenchConfig("jaxbench", args.tasks, "auto", "offline", None, args.target, args.budget or None, 0, None,
+    config = BenchConfig(args.suite, args.tasks, "auto", "offline", None, args.target, args.budget or None, 0, None,
                          args.jobs)
     t0 = time.monotonic()
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 from ..helpers import REPO
+
+OFFLINE_TASKS = REPO / "tests" / "offline" / "tasks"
 from .test_synthesizer import offline_session
 
 
@@ -58,7 +60,7 @@ def test_a_template_that_cannot_fit_vmem_at_any_block_declines_with_the_sizes(tm
 def test_a_static_scalar_converted_in_the_epilogue_is_emitted_as_an_array(tmp_path):
     # leaky_relu(y, negative_slope) with the slope a static argument: the jaxpr converts the
     # Python float, and `0.1.astype(...)` is not Python.
-    session, backend = offline_session(tmp_path, REPO / "jaxbench" / "20k_Gemm_Multiply_LeakyReLU")
+    session, backend = offline_session(tmp_path, OFFLINE_TASKS / "gemm_leaky_relu_static")
     try:
         code = session.implement(session.plan()).code
         compile(code, "candidate.py", "exec")
@@ -69,7 +71,7 @@ def test_a_static_scalar_converted_in_the_epilogue_is_emitted_as_an_array(tmp_pa
 
 def test_exact_gelu_is_emitted_with_erf_which_pallas_tpu_lowers(tmp_path):
     # jax.nn.gelu(approximate=False) traces to erfc, which has no Pallas TPU lowering.
-    session, backend = offline_session(tmp_path, REPO / "jaxbench" / "44k_Matmul_Divide_GELU")
+    session, backend = offline_session(tmp_path, OFFLINE_TASKS / "gemm_exact_gelu")
     try:
         code = session.implement(session.plan()).code
         assert "jax.lax.erfc" not in code and "1.0 - jax.lax.erf(" in code

@@ -103,8 +103,9 @@ def synthesize(task, target: str) -> Synthesis:
     ranked = rank(analysis, dtype, chip, target, limit)
     # Points over VMEM stay in the ranking (the estimate is conservative and the debugger shrinks blocks
     # after a real overflow), unless even the smallest is far over: no repair can fit the template then,
-    # and compiling it only wastes evaluations.
-    if _smallest(ranked) > 2 * limit and analysis.template == "batch":
+    # and compiling it only wastes evaluations. The batch template's whole-array operands (a weight read by
+    # every block) do not shrink with its one block size, so when no point fits it goes staged at once.
+    if analysis.template == "batch" and not any(Synthesis.fits(est) for _, est in ranked):
         # The whole computation per batch block does not fit: put only its matmuls on kernels.
         try:
             analysis = analyse_staged_program(analysis.program, f"the batch template needs "
