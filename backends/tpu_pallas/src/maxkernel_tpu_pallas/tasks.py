@@ -166,7 +166,7 @@ def looks_like_jaxbench(path: Path) -> bool:
     return "CONFIG" in text and "def workload" in text
 
 
-def load_jaxbench_task(path: Path, task_id: str | None = None) -> Task:
+def load_jaxbench_task(path: Path) -> Task:
     path = path.resolve()
     module = _parse(path)
     config = _literal_config(module, path)
@@ -182,7 +182,7 @@ def load_jaxbench_task(path: Path, task_id: str | None = None) -> Task:
     tol = config.get("atol", DEFAULT_TOLERANCE.get(dtype, 1e-3))
     return Task(
         # a published workload folder (<id>/baseline.py) is named after its folder, as JAXBench names it
-        id=task_id or (path.parent.name if path.name == JAXBENCH_BASELINE else str(config.get("name") or path.stem)),
+        id=path.parent.name if path.name == JAXBENCH_BASELINE else str(config.get("name") or path.stem),
         backend=BACKEND,
         path=str(path),
         description=str(config.get("description", "")),
@@ -208,7 +208,7 @@ def load_task_at(path: Path) -> Task:
     """Load the task at a folder (MaxKernel format, or a published JAXBench workload folder) or a ``.py``
     file (JAXBench format)."""
     if path.is_dir() and is_jaxbench_folder(path):
-        return load_jaxbench_task(path / JAXBENCH_BASELINE, task_id=path.resolve().name)
+        return load_jaxbench_task(path / JAXBENCH_BASELINE)
     if path.is_dir():
         return load_maxkernel_task(path)
     if path.is_file() and path.suffix == ".py":

@@ -16,7 +16,7 @@ import numpy as np
 from maxkernel_core import Candidate, CheckResult, CompileError, EvalStatus, Evaluation, Profile, Task, TestReport
 
 from ..profiling.costmodel import estimate as cost_estimate
-from ..profiling.costmodel import with_glue
+from ..profiling.costmodel import matmul_flops_per_step, with_glue
 from ..profiling.diagnosis import as_details, diagnose, profile_record
 from ..sandbox.pool import JobOutcome, Limits
 from . import proof
@@ -325,8 +325,7 @@ def _grid_key(grid) -> tuple:
 
 def _described_kernel(kernel: dict[str, Any]) -> tuple[tuple, float]:
     """(grid, matmul FLOPs per grid step) of one kernel as the tracer described it."""
-    per_step = sum(d["count"] * 2 * d["m"] * d["n"] * d["k"] * d["batch"] for d in kernel["body"]["dots"])
-    return _grid_key(kernel["grid"]), float(per_step)
+    return _grid_key(kernel["grid"]), matmul_flops_per_step(kernel)
 
 
 def _counted_kernel(kernel: dict[str, Any]) -> tuple[tuple, float]:

@@ -152,6 +152,11 @@ def _matmul_rate(dtype: str, chip: dict[str, Any], consts: dict[str, Any]) -> tu
     return chip["bf16_ops_per_second"], passes
 
 
+def matmul_flops_per_step(desc: dict[str, Any]) -> float:
+    """The matmul FLOPs of one grid step of a described kernel (its body's dots, inner loops counted)."""
+    return sum(2.0 * d["m"] * d["n"] * d["k"] * d["batch"] * d["count"] for d in desc["body"]["dots"])
+
+
 def resolve_dynamic_grid(desc: dict[str, Any], reference_flops: float | None) -> dict[str, Any]:
     """The description with any run-time-sized grid axis given an extent: the trips at which the body's
     matmul work adds up to the reference's (at least 1), or 1 when that cannot be told (no dots, or no
@@ -159,7 +164,7 @@ def resolve_dynamic_grid(desc: dict[str, Any], reference_flops: float | None) ->
     dynamic = desc.get("dynamic_axes") or []
     if not dynamic:
         return desc
-    per_step = sum(2.0 * d["m"] * d["n"] * d["k"] * d["batch"] * d["count"] for d in desc["body"]["dots"])
+    per_step = matmul_flops_per_step(desc)
     static = int(desc["steps"]) * int(desc.get("repeat", 1))
     if per_step and reference_flops:
         trips = max(1, math.ceil(reference_flops / (per_step * static)))

@@ -47,11 +47,12 @@ def _compiler_params(eqn) -> Any:
     return cp
 
 
-def _index_walk(bm, grid: tuple[int, ...], num_index_operands: int) -> dict[str, Any]:
-    """How often the block index changes between consecutive steps, and the grid axes it follows."""
-    if num_index_operands or not grid:
-        return {"changes": None, "depends_on": None, "note": "data-dependent index map (scalar prefetch)"
-                if num_index_operands else ""}
+def _index_walk(bm, grid: tuple[int, ...], data_dependent: bool) -> dict[str, Any]:
+    """How often the block index changes between consecutive steps, and the grid axes it follows; not walked
+    when the index maps read scalar-prefetched values or an axis is sized at run time (``data_dependent``)."""
+    if data_dependent or not grid:
+        return {"changes": None, "depends_on": None,
+                "note": "data-dependent index map or grid (scalar prefetch)" if data_dependent else ""}
     steps = math.prod(grid)
     closed = bm.index_map_jaxpr
     fn = jax.jit(jax.vmap(lambda *g: jex_core.jaxpr_as_fun(closed)(*g)))
@@ -132,7 +133,7 @@ def describe_kernel(eqn) -> dict[str, Any]:
             "itemsize": int(aval.dtype.itemsize),
             "buffers": int(getattr(pipeline, "buffer_count", 2) or 2),
             "pipelined": not any(s in space for s in ("any", "hbm", "smem")),
-            **_index_walk(bm, grid, gm.num_index_operands or len(dynamic)),
+            **_index_walk(bm, grid, bool(gm.num_index_operands or dynamic)),
         })
     return {
         "name": str(eqn.params.get("name") or getattr(eqn.params.get("name_and_src_info"), "name", "kernel")),
