@@ -12,6 +12,7 @@ from maxkernel_tpu_pallas.judge.compile import compile_for_target
 from maxkernel_tpu_pallas.profiling.costmodel import estimate, generation_constants, tile_padded_bytes, with_glue
 from maxkernel_tpu_pallas.profiling.diagnosis import diagnose
 from maxkernel_tpu_pallas.profiling.extract import chip_figures, describe_kernels
+from maxkernel_tpu_pallas.profiling.params import shipped_params
 
 KIB, MIB = 1 << 10, 1 << 20
 
@@ -79,7 +80,10 @@ def test_tiled_matmul_by_hand():
     assert (y["changes"] + 1, y["depends_on"]) == (32, [False, True, True])
     # the output block (i, j) changes 8 times: written back once per (i, j)
     assert (out["changes"] + 1, out["depends_on"]) == (8, [True, True, False])
-    assert k["body"]["dots"] == [{"m": 256, "n": 256, "k": 512, "batch": 1, "dtype": "bfloat16", "count": 1}]
+    # the dot runs at every step; both pl.when arms (init, epilogue) are control the model evaluated
+    assert k["body"]["dots"] == [{"m": 256, "n": 256, "k": 512, "batch": 1, "dtype": "bfloat16", "count": 1,
+                                  "runs": 1.0}]
+    assert k["body"]["branches"] == {"weighted": 2, "dearest": 0}
 
     est = estimate([k], chip_figures("v5e"), "v5e")
     (cost,) = est.kernels
@@ -88,10 +92,13 @@ def test_tiled_matmul_by_hand():
     assert cost.flops == 2 * 1024 * 2048 * 512
     # VMEM: two buffers of each block (bf16 tiles are 16 x 128, all aligned here) plus the f32 accumulator
     assert cost.vmem_bytes == 2 * (256 * 512 * 2) * 2 + 2 * (256 * 256 * 2) + 256 * 256 * 4 == int(1.5 * MIB)
-    chip = est.chip
-    assert cost.memory_s == pytest.approx(cost.hbm_bytes / chip["mem_bw_bytes_per_second"])
-    assert cost.overhead_s == pytest.approx(32 * generation_constants("v5e")["pipeline"]["step_overhead_s"])
-    assert cost.seconds == pytest.approx(max(cost.memory_s, cost.compute_s) + cost.overhead_s)
+    chip, params = est.chip, shipped_params("v5e")
+    assert cost.memory_s == pytest.approx(cost.hbm_bytes / (chip["mem_bw_bytes_per_second"] * params.dma_efficiency))
+    assert cost.overhead_s == pytest.approx(32 * params.step_overhead_s)
+    # the first step's blocks in and the last output block out overlap nothing
+    fill = (256 * 512 * 2 + 512 * 256 * 2 + 256 * 256 * 2) / (chip["mem_bw_bytes_per_second"] * params.dma_efficiency)
+    assert cost.fill_s == pytest.approx(fill)
+    assert cost.seconds == pytest.approx(max(cost.memory_s, cost.compute_s) + cost.fill_s + cost.overhead_s)
 
 
 def test_rowwise_kernel_by_hand():
@@ -175,9 +182,13 @@ def test_diagnosis_names_bound_vmem_dominant_operand_and_steps():
 
 def test_mxu_padding_waste_is_reported():
     (k,) = describe(matmul(64, 64, 64), sds((512, 512)), sds((512, 512)))
-    est = estimate([k], chip_figures("v6e"), "v6e")  # 256-wide MXU: K and N of 64 fill a quarter each
-    assert est.kernels[0].dots[0]["padding_waste"] == pytest.approx(1 - (64 * 64) / (256 * 256))
-    assert any("wastes 94% of the MXU" in line for line in diagnose(est))
+    # v6e's 256-wide MXU, with K and N padded to the granules the fit chose (chips/v6e.toml)
+    params = shipped_params("v6e")
+    granule_k, granule_n = params.mxu_pad_k or 256, params.mxu_pad_n or 256
+    est = estimate([k], chip_figures("v6e"), "v6e", params=params)
+    waste = 1 - (64 * 64) / (granule_k * granule_n)
+    assert est.kernels[0].dots[0]["padding_waste"] == pytest.approx(waste)
+    assert any(f"wastes {waste:.0%} of the MXU" in line for line in diagnose(est))
 
 
 def test_code_around_the_kernels_is_added_from_xla_estimate_of_the_candidate():

@@ -1,49 +1,49 @@
 """A static cost model of Pallas TPU kernels: an estimate, always labelled as one.
 
 Inputs: the kernel descriptions from ``extract.py`` (grid, blocks, index-map
-change counts, body work) and the chip's figures (``pltpu.get_tpu_info_for_chip``
-plus the per-generation constants in ``chips/*.toml``). Per kernel:
+change counts, body work with each ``pl.when`` arm weighted by the share of
+steps that run it) and the chip's figures (``pltpu.get_tpu_info_for_chip``)
+with the model's fitted parameters (``params.py``). Per kernel:
 
 * **HBM traffic**: an input block is copied in each time its block index
   changes between consecutive grid steps (Pallas skips the copy when it does
   not), plus the first step; an output block is written back each time its
   index changes, plus the last. Operands outside the pipeline (``pl.ANY``)
-  move what the body's own DMAs copy per step (every DMA charged, as if each
-  ``pl.when`` around it ran); with no DMA in the body, once at full size.
+  move what the body's own DMAs copy, weighted like the rest of the body;
+  with no DMA in the body, once at full size.
 * **Data-dependent grids**: an axis sized at run time (megablox's active
-  tiles) is charged the trips that make the kernel's matmul work equal to the
-  reference's, the least an honest kernel does (``resolve_dynamic_grid``).
+  tiles) that is not known before the kernel runs is charged the trips that
+  make the kernel's matmul work equal to the reference's, the least an honest
+  kernel does (``resolve_dynamic_grid``).
 * **VMEM**: each block times its buffer count, plus scratch, padded to the
   (sublanes, 128) tile of its dtype; compared with the scoped limit the
   compiler applies (``vmem_limit_bytes``, else the generation's default).
-* **Compute**: MXU FLOPs of the body's dots per step, padded to the MXU
-  (K and N to its width, M to the sublanes), f32 taking several bf16 passes;
-  elementwise and transcendental element-ops on the VPU/EUP; a fixed overhead
-  per grid step.
+* **Compute**: the MXU (FLOPs padded as the MXU pads them, f32 in several
+  bf16 passes), the VPU (element-ops) and the EUP (transcendentals) run at
+  once (``units.compute_seconds``).
+* **Pipeline**: copies overlap compute, so the body costs the larger of the
+  two; the first step's copies in and the last step's copies out do not
+  overlap anything; every grid step pays a fixed overhead.
 * **Cores**: on a chip with two TensorCores per device (megacore) the grid's
   ``parallel`` axes are split across them.
 
-Time is ``max(memory, compute) + steps x overhead``, per core. What it ignores
-is listed in docs/profiling.md.
+Time is ``max(memory, compute) + fill + steps x overhead``, per core. What it
+ignores, and how wrong it has been against measurements, is in
+docs/profiling.md.
 """
 
 from __future__ import annotations
 
 import math
-import tomllib
-from pathlib import Path
 from typing import Any
 
 from attrs import define, evolve, field
 
-CHIPS_DIR = Path(__file__).parent / "chips"
-SUBLANES_32BIT = 8
-LANES = 128
+from .params import ModelParams, generation_constants, model_params
+from .units import (LANES, SUBLANES_32BIT, compute_seconds, eup_rate, hbm_seconds, mxu_rate, padded_matmul_flops,
+                    passes_for, vpu_rate)
 
-
-def generation_constants(target: str) -> dict[str, Any]:
-    """The figures of ``chips/<target>.toml`` (the ones the chip table does not hold)."""
-    return tomllib.loads((CHIPS_DIR / f"{target}.toml").read_text())
+__all__ = ["generation_constants", "estimate", "kernel_cost", "tile_padded_bytes", "with_glue"]
 
 
 def tile_padded_bytes(shape: list[int], itemsize: int) -> int:
@@ -55,10 +55,6 @@ def tile_padded_bytes(shape: list[int], itemsize: int) -> int:
     rows = math.ceil(dims[-2] / sublanes) * sublanes
     cols = math.ceil(dims[-1] / LANES) * LANES
     return math.prod(dims[:-2]) * rows * cols * itemsize
-
-
-def _pad(value: int, multiple: int) -> int:
-    return math.ceil(value / multiple) * multiple
 
 
 @define
@@ -99,10 +95,20 @@ class KernelCost:
     seconds: float
     ideal_compute_s: float = 0.0  # unpadded FLOPs at the MXU's rate for their dtype
     dots: list[dict[str, Any]] = field(factory=list)
+    mxu_s: float = 0.0  # the units' own times, before they overlap into compute_s
+    vpu_s: float = 0.0
+    eup_s: float = 0.0
+    fill_s: float = 0.0  # the first step's copies in and the last step's copies out, which overlap nothing
 
     @property
     def bound(self) -> str:
         parts = {"memory": self.memory_s, "compute": self.compute_s, "step overhead": self.overhead_s}
+        return max(parts, key=parts.get)
+
+    @property
+    def compute_unit(self) -> str:
+        """The busiest compute unit: mxu, vpu or eup."""
+        parts = {"mxu": self.mxu_s, "vpu": self.vpu_s, "eup": self.eup_s}
         return max(parts, key=parts.get)
 
 
@@ -120,6 +126,8 @@ class CostEstimate:
     estimated: bool = True
     #: Time of the code around the kernels (transposes, im2col, norms left to XLA), included in ``seconds``.
     glue_seconds: float = 0.0
+    #: which set of model parameters made this estimate (shipped, or the user's own calibration)
+    params_source: str = ""
 
     @property
     def bound(self) -> str:
@@ -142,18 +150,8 @@ class CostEstimate:
         return max(pairs, key=lambda p: p[1].hbm_bytes) if pairs else None
 
 
-def _matmul_rate(dtype: str, chip: dict[str, Any], consts: dict[str, Any]) -> tuple[float, float]:
-    """(ops per second of the MXU for this operand dtype, passes per op)."""
-    if "int8" in dtype and chip.get("int8_ops_per_second"):
-        return chip["int8_ops_per_second"], 1.0
-    if "float8" in dtype and chip.get("fp8_ops_per_second"):
-        return chip["fp8_ops_per_second"], 1.0
-    passes = float(consts["mxu"]["f32_passes"]) if dtype == "float32" else 1.0
-    return chip["bf16_ops_per_second"], passes
-
-
 def matmul_flops_per_step(desc: dict[str, Any]) -> float:
-    """The matmul FLOPs of one grid step of a described kernel (its body's dots, inner loops counted)."""
+    """The matmul FLOPs of one grid step of a described kernel, every ``pl.when`` arm counted (the judge's rule)."""
     return sum(2.0 * d["m"] * d["n"] * d["k"] * d["batch"] * d["count"] for d in desc["body"]["dots"])
 
 
@@ -186,71 +184,95 @@ def _operand_traffic(op: dict[str, Any], desc: dict[str, Any], manual_dma: bool)
     return transfers, transfers * math.prod(op["block_shape"]) * op["itemsize"]
 
 
-def kernel_cost(desc: dict[str, Any], chip: dict[str, Any], consts: dict[str, Any]) -> KernelCost:
-    steps = int(desc["steps"]) * int(desc.get("repeat", 1))
-    operands, vmem = [], 0
-    dma_bytes = int(desc["body"].get("dma_bytes", 0)) * steps
+def _runs(body: dict[str, Any], key: str) -> float:
+    """A body count weighted by the share of steps that run it (older descriptions: every arm, every step)."""
+    return float(body.get(f"{key}_runs", body.get(key, 0)))
+
+
+def _operands(desc: dict[str, Any], steps: int) -> tuple[list[OperandCost], int, int]:
+    """(operand costs, VMEM bytes, bytes of the first step's copies in and the last step's copies out)."""
+    operands, vmem, fill = [], 0, 0
+    dma_bytes = int(round(_runs(desc["body"], "dma_bytes") * steps))
     for op in desc["operands"]:
         array_bytes = math.prod(op["array_shape"]) * op["itemsize"]
         transfers, hbm = _operand_traffic(op, desc, dma_bytes > 0)
-        padded = tile_padded_bytes(op["block_shape"], op["itemsize"]) * (op["buffers"] if op.get("pipelined", True) else 0)
+        pipelined = op.get("pipelined", True)
+        padded = tile_padded_bytes(op["block_shape"], op["itemsize"]) * (op["buffers"] if pipelined else 0)
         vmem += padded
+        if pipelined and transfers:
+            fill += math.prod(op["block_shape"]) * op["itemsize"]
         operands.append(OperandCost(op["role"], op["index"], op["block_shape"], op["dtype"], hbm, array_bytes,
                                     transfers, padded, op.get("depends_on")))
     vmem += sum(tile_padded_bytes(s["shape"], s["itemsize"]) for s in desc["scratch"])  # semaphores: 0 bytes
     if dma_bytes:  # the kernel's own copies (pl.ANY operands), one entry for all of them
         operands.append(OperandCost("dma", 0, [], "", dma_bytes, 0, steps, 0, None))
+    return operands, vmem, fill
 
-    clock = chip["bf16_ops_per_second"] / (chip["num_mxus"] * chip["mxu_column_size"] ** 2 * 2)
-    mxu = chip["mxu_column_size"]
-    flops = padded_flops = mxu_seconds = ideal_compute = 0.0
-    dots = []
+
+def _mxu(desc: dict[str, Any], steps: int, chip: dict[str, Any], params) -> dict[str, Any]:
+    """MXU time and FLOPs of the body's dots over every step, each weighted by the share of steps that run it."""
+    out = {"flops": 0.0, "padded": 0.0, "seconds": 0.0, "ideal": 0.0, "dots": []}
     for dot in desc["body"]["dots"]:
-        times = steps * dot["count"] * dot["batch"]
+        times = steps * float(dot.get("runs", dot["count"])) * dot["batch"]
         real = 2.0 * dot["m"] * dot["n"] * dot["k"] * times
-        padded = 2.0 * _pad(dot["m"], SUBLANES_32BIT) * _pad(dot["n"], mxu) * _pad(dot["k"], mxu) * times
-        rate, passes = _matmul_rate(dot["dtype"], chip, consts)
-        flops += real
-        padded_flops += padded
-        mxu_seconds += padded * passes / rate
-        ideal_compute += real * passes / rate
-        dots.append({**dot, "padding_waste": 1 - real / padded if padded else 0.0})
-    body = desc["body"]
-    vpu_seconds = body["elementwise"] * steps / (consts["vpu"]["elementwise_per_cycle"] * clock)
-    eup_seconds = body["transcendental"] * steps / (consts["vpu"]["transcendental_per_cycle"] * clock)
+        padded = padded_matmul_flops(dot["m"], dot["n"], dot["k"], chip, params) * times
+        passes = passes_for(dot["dtype"], dot.get("precision"), params)
+        rate = mxu_rate(dot["dtype"], chip, params)
+        out["flops"] += real
+        out["padded"] += padded
+        out["seconds"] += padded * passes / rate
+        out["ideal"] += real * passes / (rate / params.mxu_efficiency)
+        out["dots"].append({**dot, "padding_waste": 1 - real / padded if padded else 0.0})
+    return out
 
+
+def _cores_used(desc: dict[str, Any], chip: dict[str, Any]) -> int:
     semantics = desc.get("dimension_semantics") or []
     cores = int(chip.get("cores_per_device", 1))
-    parallel_extent = math.prod(g for g, s in zip(desc["grid"], semantics, strict=False) if s == "parallel") if semantics else 1
-    cores_used = min(cores, parallel_extent) if cores > 1 else 1
+    parallel = math.prod(g for g, s in zip(desc["grid"], semantics, strict=False) if s == "parallel") if semantics else 1
+    return min(cores, parallel) if cores > 1 else 1
 
+
+def kernel_cost(desc: dict[str, Any], chip: dict[str, Any], params: ModelParams) -> KernelCost:
+    steps = int(desc["steps"]) * int(desc.get("repeat", 1))
+    operands, vmem, fill = _operands(desc, steps)
+    mxu = _mxu(desc, steps, chip, params)
+    body = desc["body"]
+    vpu_s = _runs(body, "elementwise") * steps / vpu_rate(chip, params)
+    eup_s = _runs(body, "transcendental") * steps / eup_rate(chip, params)
+    cores_used = _cores_used(desc, chip)
     hbm = sum(o.hbm_bytes for o in operands)
     # Megacore: both cores share the chip's HBM bandwidth, so memory time does not shrink; compute does.
-    memory_s = hbm / chip["mem_bw_bytes_per_second"]
-    compute_s = (mxu_seconds + vpu_seconds + eup_seconds) / cores_used
-    overhead_s = steps * float(consts["pipeline"]["step_overhead_s"]) / cores_used
-    limit = int(desc.get("vmem_limit_bytes") or consts["vmem"]["default_scoped_limit_bytes"])
+    memory_s = hbm_seconds(hbm, chip, params)
+    compute_s = compute_seconds(mxu["seconds"], vpu_s, eup_s, params) / cores_used
+    overhead_s = steps * params.step_overhead_s / cores_used
+    fill_s = hbm_seconds(fill, chip, params) if steps > 1 else 0.0
+    limit = int(desc.get("vmem_limit_bytes") or params.default_scoped_limit_bytes)
+    cores = int(chip.get("cores_per_device", 1))
     return KernelCost(
         name=desc.get("name", "kernel"), grid=list(desc["grid"]), steps=steps, operands=operands, hbm_bytes=hbm,
-        flops=flops, mxu_flops_padded=padded_flops, elementwise=body["elementwise"] * steps,
-        transcendental=body["transcendental"] * steps, vmem_bytes=vmem, vmem_limit_bytes=limit,
+        flops=mxu["flops"], mxu_flops_padded=mxu["padded"], elementwise=_runs(body, "elementwise") * steps,
+        transcendental=_runs(body, "transcendental") * steps, vmem_bytes=vmem, vmem_limit_bytes=limit,
         cores_used=cores_used, memory_s=memory_s, compute_s=compute_s, overhead_s=overhead_s,
-        seconds=max(memory_s, compute_s) + overhead_s, ideal_compute_s=ideal_compute / max(cores, 1), dots=dots,
+        seconds=max(memory_s, compute_s) + fill_s + overhead_s, ideal_compute_s=mxu["ideal"] / max(cores, 1),
+        dots=mxu["dots"], mxu_s=mxu["seconds"] / cores_used, vpu_s=vpu_s / cores_used, eup_s=eup_s / cores_used,
+        fill_s=fill_s,
     )
 
 
 def estimate(kernels: list[dict[str, Any]], chip: dict[str, Any], target: str,
-             reference_flops: float | None = None) -> CostEstimate:
+             reference_flops: float | None = None, params: ModelParams | None = None) -> CostEstimate:
     """The model on kernel descriptions; ``reference_flops`` (the reference's matmul FLOPs) sizes a grid axis
-    that is data-dependent."""
-    consts = generation_constants(target)
-    costs = [kernel_cost(resolve_dynamic_grid(k, reference_flops), chip, consts) for k in kernels]
+    that is data-dependent; ``params`` default to the ones in force for ``target`` on this machine."""
+    params = params or model_params(target)
+    costs = [kernel_cost(resolve_dynamic_grid(k, reference_flops), chip, params) for k in kernels]
     flops = sum(k.flops for k in costs)
     hbm = sum(k.hbm_bytes for k in costs)
     # The roofline's floor: every array crosses HBM once, every FLOP at peak.
     min_bytes = sum(o.array_bytes for k in costs for o in k.operands)
-    ideal = max(min_bytes / chip["mem_bw_bytes_per_second"], sum(k.ideal_compute_s for k in costs))
-    return CostEstimate(target, costs, sum(k.seconds for k in costs), hbm, flops, ideal, chip)
+    ideal = max(hbm_seconds(min_bytes, chip, params) * params.dma_efficiency, sum(k.ideal_compute_s for k in costs))
+    return CostEstimate(target, costs, sum(k.seconds for k in costs), hbm, flops, ideal, chip,
+                        params_source=params.source)
 
 
 def with_glue(est: CostEstimate, candidate_cost: dict[str, float] | None) -> CostEstimate:

@@ -26,10 +26,10 @@ import numpy as np
 from jax.extend import core as jex_core
 
 from ..judge.work import ARITHMETIC, _sub_jaxprs
+from .known import Known, call_jaxpr
+from .scalars import MAX_STEPS, Scalars
 
 TRANSCENDENTAL = frozenset(["exp", "exp2", "expm1", "log", "log1p", "tanh", "logistic", "sin", "cos", "tan", "erf", "erfc", "erf_inv", "rsqrt", "sqrt", "cbrt", "pow", "atan2", "asin", "acos", "atan", "sinh", "cosh"])
-#: Past this many grid steps the change counts are computed on a strided sample and scaled.
-MAX_EXACT_STEPS = 1 << 24
 
 
 def _block_dims(block_shape) -> list[int]:
@@ -47,21 +47,41 @@ def _compiler_params(eqn) -> Any:
     return cp
 
 
-def _index_walk(bm, grid: tuple[int, ...], data_dependent: bool) -> dict[str, Any]:
-    """How often the block index changes between consecutive steps, and the grid axes it follows; not walked
-    when the index maps read scalar-prefetched values or an axis is sized at run time (``data_dependent``)."""
-    if data_dependent or not grid:
-        return {"changes": None, "depends_on": None,
-                "note": "data-dependent index map or grid (scalar prefetch)" if data_dependent else ""}
-    steps = math.prod(grid)
-    closed = bm.index_map_jaxpr
-    fn = jax.jit(jax.vmap(lambda *g: jex_core.jaxpr_as_fun(closed)(*g)))
-    points = np.indices(grid, dtype=np.int32).reshape(len(grid), steps)  # row-major: last axis fastest
-    blocks = np.stack([np.asarray(b) for b in fn(*[jnp.asarray(p) for p in points])], axis=1)
+def _walk_blocks(blocks: np.ndarray, grid: tuple[int, ...]) -> dict[str, Any]:
+    """Block-index changes between consecutive steps, and the grid axes the index follows (blocks: steps x dims)."""
     changed = np.any(blocks[1:] != blocks[:-1], axis=1)
     by_axis = blocks.reshape(*grid, blocks.shape[1])
     depends_on = [bool(np.any(np.ptp(by_axis, axis=axis) > 0)) for axis in range(len(grid))]
     return {"changes": int(changed.sum()), "depends_on": depends_on, "note": ""}
+
+
+def _index_walk(bm, grid: tuple[int, ...], tables: list[np.ndarray] | None) -> dict[str, Any]:
+    """How often the block index changes between consecutive steps, and the grid axes it follows. Index maps that
+    read scalar-prefetch tables are walked when the tables are known constants (``tables``); otherwise, or when
+    an axis is sized at run time (``tables`` None), the walk is data-dependent and not done."""
+    if tables is None or not grid:
+        return {"changes": None, "depends_on": None,
+                "note": "data-dependent index map or grid (scalar prefetch)" if tables is None else ""}
+    steps = math.prod(grid)
+    closed = bm.index_map_jaxpr
+    if tables:  # scalar-prefetched tables: the numpy evaluator reads them
+        if steps > MAX_STEPS:
+            return {"changes": None, "depends_on": None, "note": "scalar-prefetched index map over too many steps"}
+        scal = Scalars(grid)
+        for var, points in zip(closed.jaxpr.invars, scal.points, strict=False):
+            scal.env[var] = points
+        for var, table in zip(closed.jaxpr.invars[len(grid):], tables, strict=False):
+            scal.env[var] = table
+        for eqn in closed.jaxpr.eqns:
+            scal.step(eqn)
+        outs = [scal.value(v) for v in closed.jaxpr.outvars]
+        if any(o is None for o in outs):
+            return {"changes": None, "depends_on": None, "note": "index map reads values not known before it runs"}
+        return _walk_blocks(np.stack([np.broadcast_to(o, (steps,)) for o in outs], axis=1), grid)
+    fn = jax.jit(jax.vmap(lambda *g: jex_core.jaxpr_as_fun(closed)(*g)))
+    points = np.indices(grid, dtype=np.int32).reshape(len(grid), steps)  # row-major: last axis fastest
+    blocks = np.stack([np.asarray(b) for b in fn(*[jnp.asarray(p) for p in points])], axis=1)
+    return _walk_blocks(blocks, grid)
 
 
 def _dma_bytes(eqn) -> int:
@@ -72,33 +92,99 @@ def _dma_bytes(eqn) -> int:
     return math.prod(dst.shape) * np.dtype(dst.dtype).itemsize
 
 
-def _body_work(jaxpr) -> dict[str, Any]:
-    work = {"dots": [], "elementwise": 0, "transcendental": 0, "dma_bytes": 0}
+def _new_work() -> dict[str, Any]:
+    return {"dots": [], "elementwise": 0, "transcendental": 0, "dma_bytes": 0,
+            "elementwise_runs": 0.0, "transcendental_runs": 0.0, "dma_bytes_runs": 0.0,
+            "branches": {"weighted": 0, "dearest": 0}}
 
-    def walk(j, times: int) -> None:
+
+def _merge(into: dict[str, Any], arm: dict[str, Any], *, runs: bool) -> None:
+    """Add an arm's counts (every arm is counted, as the judge counts); its runs only when ``runs``."""
+    for key in ("elementwise", "transcendental", "dma_bytes"):
+        into[key] += arm[key]
+        if runs:
+            into[f"{key}_runs"] += arm[f"{key}_runs"]
+    into["dots"] += [d if runs else {**d, "runs": 0.0} for d in arm["dots"]]
+    for key in ("weighted", "dearest"):
+        into["branches"][key] += arm["branches"][key]
+
+
+def _arm_cost(arm: dict[str, Any]) -> tuple[float, float]:
+    return (sum(2.0 * d["m"] * d["n"] * d["k"] * d["batch"] * d["runs"] for d in arm["dots"]),
+            arm["elementwise_runs"] + arm["transcendental_runs"])
+
+
+def _count_eqn(work: dict[str, Any], eqn, times: int, share: float) -> None:
+    name = eqn.primitive.name
+    if name == "dot_general":
+        (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+        lhs, rhs = eqn.invars[0].aval, eqn.invars[1].aval
+        free_l = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
+        free_r = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
+        precision = eqn.params.get("precision")
+        work["dots"].append({
+            "m": math.prod(lhs.shape[d] for d in free_l), "n": math.prod(rhs.shape[d] for d in free_r),
+            "k": math.prod(lhs.shape[d] for d in lc), "batch": math.prod(lhs.shape[d] for d in lb),
+            "dtype": str(lhs.dtype), "count": times, "runs": times * share,
+            **({"precision": str(precision)} if precision is not None else {}),
+        })
+    elif name == "dma_start":
+        amount = times * _dma_bytes(eqn)
+        work["dma_bytes"] += amount
+        work["dma_bytes_runs"] += amount * share
+    elif name in ARITHMETIC:
+        # max of inputs and outputs: a reduction's work is the size of what it reads
+        avals = [v.aval for v in (*eqn.outvars, *eqn.invars) if hasattr(getattr(v, "aval", None), "shape")]
+        size = max([math.prod(a.shape) for a in avals] + [1])
+        key = "transcendental" if name in TRANSCENDENTAL else "elementwise"
+        work[key] += times * size
+        work[f"{key}_runs"] += times * size * share
+
+
+def _body_work(jaxpr, scal: Scalars | None) -> dict[str, Any]:
+    """The body's work per grid step: ``count`` fields as if every ``pl.when`` arm ran (the judge's rule),
+    ``runs`` fields weighted by the share of steps that take each arm, where the control is known."""
+
+    def walk(work, j, times: int, mask, sc: Scalars | None) -> None:
+        share = 1.0 if mask is None else float(np.mean(mask))
         for eqn in j.eqns:
-            name = eqn.primitive.name
-            if name == "dot_general":
-                (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
-                lhs, rhs = eqn.invars[0].aval, eqn.invars[1].aval
-                free_l = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
-                free_r = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
-                work["dots"].append({
-                    "m": math.prod(lhs.shape[d] for d in free_l), "n": math.prod(rhs.shape[d] for d in free_r),
-                    "k": math.prod(lhs.shape[d] for d in lc), "batch": math.prod(lhs.shape[d] for d in lb),
-                    "dtype": str(lhs.dtype), "count": times,
-                })
-            elif name == "dma_start":
-                work["dma_bytes"] += times * _dma_bytes(eqn)
-            elif name in ARITHMETIC:
-                # max of inputs and outputs: a reduction's work is the size of what it reads
-                avals = [v.aval for v in (*eqn.outvars, *eqn.invars) if hasattr(getattr(v, "aval", None), "shape")]
-                size = max([math.prod(a.shape) for a in avals] + [1])
-                work["transcendental" if name in TRANSCENDENTAL else "elementwise"] += times * size
-            for sub, repeat in _sub_jaxprs(eqn):
-                walk(sub, times * repeat)
+            if sc is not None:
+                sc.step(eqn)
+            if eqn.primitive.name == "cond":
+                walk_cond(work, eqn, times, mask, sc)
+                continue
+            _count_eqn(work, eqn, times, share)
+            call = call_jaxpr(eqn)
+            if call is not None:
+                walk(work, call[0], times, mask, sc.bind(call[0].invars, eqn.invars) if sc is not None else None)
+                continue
+            for sub, repeat in _sub_jaxprs(eqn):  # loops: the control inside them is not evaluated
+                walk(work, sub, times * repeat, mask, None)
 
-    walk(jaxpr, 1)
+    def walk_cond(work, eqn, times: int, mask, sc: Scalars | None) -> None:
+        branches = [b.jaxpr for b in eqn.params["branches"]]
+        index = sc.value(eqn.invars[0]) if sc is not None else None
+        arms = []
+        for b, branch in enumerate(branches):
+            arm = _new_work()
+            if index is not None:
+                taken = np.broadcast_to(np.asarray(index) == b, (sc.size,))
+                walk(arm, branch, times, taken if mask is None else (mask & taken), sc.bind(branch.invars, eqn.invars[1:]))
+            else:
+                walk(arm, branch, times, mask, None)
+            arms.append(arm)
+        if index is not None:
+            work["branches"]["weighted"] += 1
+            for arm in arms:
+                _merge(work, arm, runs=True)
+            return
+        work["branches"]["dearest"] += 1  # unknown control: the dearest arm at every step, an upper bound
+        dearest = max(range(len(arms)), key=lambda i: _arm_cost(arms[i]))
+        for i, arm in enumerate(arms):
+            _merge(work, arm, runs=i == dearest)
+
+    work = _new_work()
+    walk(work, jaxpr, 1, None, scal)
     return work
 
 
@@ -112,12 +198,43 @@ def _scratch(aval) -> dict[str, Any]:
     return {"shape": [int(d) for d in aval.shape], "dtype": str(dtype), "itemsize": int(itemsize), "space": "vmem"}
 
 
-def describe_kernel(eqn) -> dict[str, Any]:
+def _leading_operands(eqn, values: list[Any]) -> tuple[list[Any], list[Any]]:
+    """(dynamic grid bounds, scalar-prefetch operands) of a pallas_call: their known values, or None each."""
     gm = eqn.params["grid_mapping"]
+    refs = sum(1 for v in eqn.invars if "Ref" in type(getattr(v, "aval", None)).__name__)
+    bounds = values[refs:refs + gm.num_dynamic_grid_bounds]
+    start = refs + gm.num_dynamic_grid_bounds
+    return bounds, values[start:start + gm.num_index_operands]
+
+
+def _extent(g, bound) -> int | None:
+    if isinstance(g, (int, np.integer)):
+        return int(g)
+    if bound is not None:
+        return int(np.asarray(bound).reshape(-1)[0])  # sized at run time, but known before it runs
+    return None
+
+
+def _semantics(cp, gm) -> list[str]:
+    """Each grid axis's dimension semantics, aligned with the grid (an axis jax.vmap added runs in parallel)."""
+    named = [str(s).lower().split(".")[-1] for s in (getattr(cp, "dimension_semantics", None) or [])]
+    if not named:
+        return []
+    for axis in sorted(getattr(gm, "vmapped_dims", ()) or ()):
+        named.insert(axis, "parallel")
+    return named
+
+
+def describe_kernel(eqn, values: list[Any] | None = None) -> dict[str, Any]:
+    """One pallas_call, with the known values of its operands (``values``, None where unknown)."""
+    gm = eqn.params["grid_mapping"]
+    bounds, prefetch = _leading_operands(eqn, values or [None] * len(eqn.invars))
+    bound_iter = iter(bounds)
     # A grid axis sized by a traced value (scalar prefetch) has no extent at trace time: None, resolved later.
-    extents = [int(g) if isinstance(g, (int, np.integer)) else None for g in gm.grid]
+    extents = [_extent(g, None if isinstance(g, (int, np.integer)) else next(bound_iter, None)) for g in gm.grid]
     dynamic = [i for i, g in enumerate(extents) if g is None]
     grid = tuple(1 if g is None else g for g in extents)  # the index walk runs over the static axes only
+    known_tables = None if dynamic or any(p is None for p in prefetch) else [np.asarray(p) for p in prefetch]
     cp = _compiler_params(eqn)
     operands = []
     for n, bm in enumerate(gm.block_mappings):
@@ -133,34 +250,47 @@ def describe_kernel(eqn) -> dict[str, Any]:
             "itemsize": int(aval.dtype.itemsize),
             "buffers": int(getattr(pipeline, "buffer_count", 2) or 2),
             "pipelined": not any(s in space for s in ("any", "hbm", "smem")),
-            **_index_walk(bm, grid, bool(gm.num_index_operands or dynamic)),
+            **_index_walk(bm, grid, known_tables),
         })
+    scal = None
+    if not dynamic and math.prod(grid or (1,)) <= MAX_STEPS * 4:
+        scal = Scalars(grid, vmapped=tuple(getattr(gm, "vmapped_dims", ()) or ()))
+        body_invars = eqn.params["jaxpr"].invars
+        for var, table in zip(body_invars, prefetch, strict=False):
+            if table is not None:
+                scal.env[var] = np.asarray(table)
     return {
         "name": str(eqn.params.get("name") or getattr(eqn.params.get("name_and_src_info"), "name", "kernel")),
         "grid": extents,
         "dynamic_axes": dynamic,
         "steps": math.prod(grid) if grid else 1,  # static axes only; see dynamic_axes
-        "dimension_semantics": [str(s).lower().split(".")[-1] for s in (getattr(cp, "dimension_semantics", None) or [])],
+        "dimension_semantics": _semantics(cp, gm),
         "vmem_limit_bytes": getattr(cp, "vmem_limit_bytes", None),
         "operands": operands,
         "scratch": [_scratch(a) for a in gm.scratch_avals],
-        "body": _body_work(eqn.params["jaxpr"]),
+        "body": _body_work(eqn.params["jaxpr"], scal),
     }
 
 
 def describe_kernels(closed_jaxpr) -> list[dict[str, Any]]:
-    """Every pallas_call in the computation, outer loops (scan) counted in ``repeat``."""
+    """Every pallas_call in the computation, outer loops (scan) counted in ``repeat``; the program's constants
+    (and small values folded from them) tell scalar-prefetch tables and run-time grid extents where they can."""
     found = []
 
-    def walk(jaxpr, times: int) -> None:
+    def walk(jaxpr, times: int, known: Known) -> None:
         for eqn in jaxpr.eqns:
             if eqn.primitive.name == "pallas_call":
-                found.append({**describe_kernel(eqn), "repeat": times})
+                found.append({**describe_kernel(eqn, [known.value(v) for v in eqn.invars]), "repeat": times})
                 continue
+            call = call_jaxpr(eqn)
+            if call is not None and "pallas_call" in str(call[0]):
+                walk(call[0], times, known.inner(call[0], eqn.invars, call[1]))
+                continue
+            known.fold(eqn)
             for sub, repeat in _sub_jaxprs(eqn):
-                walk(sub, times * repeat)
+                walk(sub, times * repeat, Known(budget=known.budget))  # inside loops: values unknown
 
-    walk(closed_jaxpr.jaxpr, 1)
+    walk(closed_jaxpr.jaxpr, 1, Known.of(closed_jaxpr))
     return found
 
 

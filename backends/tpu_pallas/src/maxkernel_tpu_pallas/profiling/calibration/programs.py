@@ -1,0 +1,138 @@
+"""The programs behind each public measurement, rebuilt here so the model can describe what was timed.
+
+Every point the model is fitted on or validated against is a program someone
+ran on a TPU. To hold the model against it, the same program is built here at
+the same shapes and configuration: our own tiled matmul for the Pallas matmul
+guide's kernel, jax's own library kernels (``jax.experimental.pallas.ops.tpu``:
+splash attention, megablox) for tokamax's and JAXBench's, our own chunked
+attention for tokamax's XLA implementation. Tracing gives the kernels'
+descriptions; a deviceless compile for the chip gives the code around them.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+
+def tiled_matmul(bm: int, bk: int, bn: int, *, transpose_rhs: bool = False, activation=None):
+    """A tiled matmul as the Pallas TPU matmul guide writes it: an f32 scratch accumulator, K innermost
+    ("arbitrary"), the output written at the last K step (optionally through an activation)."""
+
+    def kernel(x_ref, y_ref, z_ref, acc_ref, *, nsteps):
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            acc_ref[...] = jnp.zeros_like(acc_ref)
+
+        dims = (((1,), (1,)), ((), ())) if transpose_rhs else (((1,), (0,)), ((), ()))
+        acc_ref[...] += jax.lax.dot_general(x_ref[...], y_ref[...], dims, preferred_element_type=jnp.float32)
+
+        @pl.when(pl.program_id(2) == nsteps - 1)
+        def _():
+            result = acc_ref[...] if activation is None else activation(acc_ref[...])
+            z_ref[...] = result.astype(z_ref.dtype)
+
+    def matmul(x, y):
+        m, k = x.shape
+        n = y.shape[0] if transpose_rhs else y.shape[1]
+        y_spec = (pl.BlockSpec((bn, bk), lambda i, j, kk: (j, kk)) if transpose_rhs
+                  else pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j)))
+        return pl.pallas_call(
+            functools.partial(kernel, nsteps=k // bk),
+            grid_spec=pltpu.PrefetchScalarGridSpec(
+                num_scalar_prefetch=0, grid=(m // bm, n // bn, k // bk),
+                in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), y_spec],
+                out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+                scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)]),
+            out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
+            compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "arbitrary")),
+        )(x, y)
+
+    return matmul
+
+
+def splash_attention(*, heads: int, seq_q: int, seq_kv: int, causal: bool, block_q: int, block_kv: int,
+                     block_kv_compute: int, layouts: tuple[int, int, int], save_residuals: bool, scale: float):
+    """Attention as tokamax's Pallas TPU flash attention runs it: q scaled, [B, T, H, D] swapped to [B, H, T, D],
+    jax's splash attention kernel vmapped over the batch, the output swapped back."""
+    splash = importlib.import_module("jax.experimental.pallas.ops.tpu.splash_attention.splash_attention_kernel")
+    masks = importlib.import_module("jax.experimental.pallas.ops.tpu.splash_attention.splash_attention_mask")
+    one = masks.CausalMask((seq_q, seq_kv)) if causal else masks.FullMask((seq_q, seq_kv))
+    sizes = splash.BlockSizes(block_q=block_q, block_kv=block_kv, block_kv_compute=block_kv_compute,
+                              q_layout=splash.QKVLayout(layouts[0]), k_layout=splash.QKVLayout(layouts[1]),
+                              v_layout=splash.QKVLayout(layouts[2]))
+    kernel = splash.make_splash_mha(masks.MultiHeadMask([one] * heads), block_sizes=sizes, head_shards=1,
+                                    q_seq_shards=1, save_residuals=save_residuals)
+
+    def attention(q, k, v):
+        q = q * jnp.asarray(scale, q.dtype)
+        q, k, v = (jnp.swapaxes(x, 1, 2) for x in (q, k, v))
+        out = jax.vmap(kernel)(q, k, v)
+        if save_residuals:
+            out, stats = out
+            return jnp.swapaxes(out, 1, 2), stats
+        return jnp.swapaxes(out, 1, 2)
+
+    return attention
+
+
+def megablox(group_sizes: np.ndarray, tiling: tuple[int, int, int], *, transpose_rhs: bool = False,
+             transposed: bool = False):
+    """A grouped matmul with jax's megablox kernels at static group sizes (so its tile maps are known):
+    ``gmm`` (lhs[M, K] @ rhs[G, K, N], or rhs[G, N, K] with ``transpose_rhs``) or ``tgmm`` (``transposed``)."""
+    gmm = importlib.import_module("jax.experimental.pallas.ops.tpu.megablox.gmm")
+    sizes = np.asarray(group_sizes, np.int32)
+    if transposed:
+        return lambda lhs, rhs: gmm.tgmm(lhs.T, rhs, jnp.asarray(sizes), preferred_element_type=lhs.dtype,
+                                         tiling=tiling)
+    return lambda lhs, rhs: gmm.gmm(lhs, rhs, jnp.asarray(sizes), preferred_element_type=lhs.dtype, tiling=tiling,
+                                    transpose_rhs=transpose_rhs)
+
+
+def chunked_attention(*, causal: bool, scale: float, chunk: int = 128):
+    """Attention in XLA as tokamax's chunked implementation computes it (written here): a scan over query
+    chunks, a fori_loop over key chunks with an online softmax, f32 statistics and accumulator."""
+
+    def attention(q, k, v):
+        b, t, h, d = q.shape
+        s = k.shape[1]
+        mask = jnp.tril(jnp.ones((t, s), bool)) if causal else None
+
+        def q_step(qi, _):
+            q_chunk = jax.lax.dynamic_slice_in_dim(q, qi, chunk, axis=1)
+            acc = jnp.zeros((b, chunk, h, v.shape[-1]), jnp.float32)
+            x_max = jnp.full((b, h, chunk), -jnp.inf, jnp.float32)
+            denom = jnp.zeros((b, h, chunk), jnp.float32)
+
+            @functools.partial(jax.remat, prevent_cse=False)
+            def kv_step(ki, carry):
+                acc, x_max, denom = carry
+                k_chunk = jax.lax.dynamic_slice_in_dim(k, ki * chunk, chunk, axis=1)
+                v_chunk = jax.lax.dynamic_slice_in_dim(v, ki * chunk, chunk, axis=1)
+                logits = jnp.einsum("bqhd,bkhd->bhqk", q_chunk, k_chunk,
+                                    preferred_element_type=jnp.float32) * scale
+                if mask is not None:
+                    part = jax.lax.dynamic_slice(mask, (qi, ki * chunk), (chunk, chunk))
+                    logits = jnp.where(part, logits, jnp.finfo(jnp.float32).min)
+                new_max = jnp.maximum(x_max, logits.max(axis=-1))
+                weights = jnp.exp(logits - new_max[..., None])
+                alpha = jnp.exp(x_max - new_max)
+                acc = acc * jnp.swapaxes(alpha, 1, 2)[..., None]
+                denom = denom * alpha + weights.sum(axis=-1)
+                acc = acc + jnp.einsum("bhqk,bkhd->bqhd", weights, v_chunk.astype(jnp.float32))
+                return acc, new_max, denom
+
+            acc, _, denom = jax.lax.fori_loop(0, s // chunk, kv_step, (acc, x_max, denom))
+            out = acc / jnp.swapaxes(denom, 1, 2)[..., None]
+            return qi + chunk, out.astype(q.dtype)
+
+        _, out = jax.lax.scan(q_step, 0, length=t // chunk)
+        return jnp.moveaxis(out, 0, 1).reshape(b, t, h, -1)
+
+    return attention
