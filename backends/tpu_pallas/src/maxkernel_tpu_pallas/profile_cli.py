@@ -1,4 +1,9 @@
-"""``maxkernel profile``: the cost model's table, XLA's estimate of the reference, measured times on a TPU."""
+"""``maxkernel profile``: the speed model's view of a kernel and of the XLA reference, measured times on a TPU.
+
+With ``--kernel``, the kernel is judged and its estimate (kernels, code around them) printed beside the
+estimate of the XLA reference; without it, the XLA reference alone, op by op. Every figure says whether it
+is an estimate or a measurement, and a speedup divides like by like.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .cli import judge_file
-from .targets import TARGETS
+from .targets import TARGETS, check_target
 
 MIB = 1 << 20
 
@@ -19,6 +24,30 @@ def _t(seconds: float | None) -> str:
     if seconds is None:
         return "-"
     return f"{seconds * 1e6:,.1f} us" if seconds < 1e-2 else f"{seconds * 1e3:,.3f} ms"
+
+
+def print_reference(console: Console, xla: dict | str | None, measured_s: float | None = None) -> None:
+    """The XLA reference's estimate, op by op (and its measured time on a TPU)."""
+    if not isinstance(xla, dict):
+        console.print(f"XLA reference: {xla or 'no estimate'}")
+        return
+    precision = xla.get("precision") or {}
+    console.print(f"[bold]XLA reference (ESTIMATE)[/]: {_t(xla['seconds'])} over {xla['launches']:,} op launches "
+                  f"({xla['ops']} ops); matmul precision {precision.get('precision', 'default')}: "
+                  f"{precision.get('why', '')}")
+    table = Table("op", "what", "runs", "HBM MiB", "GFLOP", "bound", "time (all runs)", title="costliest ops")
+    for op in xla["top_ops"]:
+        table.add_row(op["name"], op["label"][-48:], f"{op['trips']:,}", f"{op['hbm_bytes'] / MIB:,.1f}",
+                      f"{op['flops'] / 1e9:,.1f}", op["unit"], _t(op["seconds"]))
+    console.print(table)
+    for note in xla.get("notes") or []:
+        console.print(f"  note: {note}")
+    console.print(f"  parameters: {xla.get('params_source', '')}")
+    if xla.get("libtpu_optimal_seconds"):
+        console.print(f"  for comparison, libtpu's own optimal_seconds (a bare roofline, not used): "
+                      f"{_t(xla['libtpu_optimal_seconds'])}")
+    console.print(f"  measured: {_t(measured_s)} (device trace)" if measured_s else
+                  "  measured: not measured: no TPU attached")
 
 
 def print_profile(evaluation, task, kernel: Path) -> None:
@@ -56,9 +85,11 @@ def print_profile(evaluation, task, kernel: Path) -> None:
     summary.add_row("estimated time", _t(model["seconds"]))
     summary.add_row("arithmetic intensity", f"{model['arithmetic_intensity']:,.1f} FLOP/byte")
     summary.add_row("fraction of roofline (estimate)", f"{model['roofline_fraction']:.0%}")
-    summary.add_row("XLA's estimate of the reference", _t(model.get("xla_reference_seconds")))
+    summary.add_row("code around the kernels (estimate)", _t(model.get("glue_seconds")))
+    summary.add_row("XLA reference (estimate, same model)", _t(model.get("xla_reference_seconds")))
     speedup = model.get("speedup_vs_xla")
-    summary.add_row("estimated speedup vs XLA", f"{speedup:.2f}x (estimate)" if speedup else "-")
+    summary.add_row("speedup vs XLA", f"{speedup:.2f}x (estimated / estimated)" if speedup else "-")
+    summary.add_row("model parameters", model.get("params_source", ""))
     if evaluation.profile is not None and not evaluation.profile.estimated:
         p = evaluation.profile
         summary.add_row("[bold]measured device time[/]", f"{_t(p.seconds)} (median of {p.details.get('runs')})")
@@ -70,24 +101,58 @@ def print_profile(evaluation, task, kernel: Path) -> None:
     console.print("[bold]Diagnosis[/] (estimate):")
     for line in model.get("diagnosis", []):
         console.print(f"  - {line}")
+    print_reference(console, evaluation.details.get("xla_reference"))
+
+
+def reference_profile(ctx: click.Context, task_ref: str, target: str | None) -> tuple[object, dict]:
+    """Run the task's reference job only: (task, what the record would hold of the XLA reference)."""
+    from maxkernel_core.cli.app import app_for
+
+    from .judge.verdict import reference_details
+
+    app = app_for(ctx)
+    app.override(run__target=(target, "--target"))
+    backend = app.backend("tpu_pallas")
+    try:
+        task = backend.load_task(task_ref, tuple(app.task_roots(backend)))
+        ref = backend.evaluator.reference(task, check_target(app.settings.run.target))
+    finally:
+        backend.close()
+    if ref.xla_estimate is None:
+        why = ((ref.xla or {}).get("error") or {}).get("message") or "the compiled program was not described"
+        return task, {"target": app.settings.run.target, "estimate": f"no XLA estimate of the reference: {why[:300]}",
+                      "measured_s": (ref.timing or {}).get("median_s")}
+    return task, {"target": app.settings.run.target, "estimate": reference_details(ref),
+                  "measured_s": (ref.timing or {}).get("median_s")}
 
 
 @click.command("profile")
 @click.option("--task", "task_ref", required=True, help="Task id (searched in tasks.paths) or path.")
-@click.option("--kernel", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--kernel", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="The kernel to profile; without it, the task's XLA reference alone.")
 @click.option("--target", type=click.Choice(list(TARGETS)), default=None, help="TPU generation (default: run.target).")
-@click.option("--json", "as_json", is_flag=True, help="Print the cost model, XLA's estimate and timings as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the estimates and timings as JSON.")
 @click.pass_context
-def profile_command(ctx: click.Context, task_ref: str, kernel: Path, target: str | None, as_json: bool) -> int:
-    """Estimate (and on a TPU, measure) KERNEL's speed on TASK, and say what bounds it."""
+def profile_command(ctx: click.Context, task_ref: str, kernel: Path | None, target: str | None, as_json: bool) -> int:
+    """Estimate (and on a TPU, measure) KERNEL's speed on TASK, or the XLA reference's alone, and say what
+    bounds it."""
+    if kernel is None:
+        task, ref = reference_profile(ctx, task_ref, target)
+        if as_json:
+            click.echo(json.dumps({"task": task.id, "reference": ref}, default=str, sort_keys=True))
+        else:
+            console = Console(soft_wrap=True)
+            console.print(f"[bold]{task.id}[/]: the XLA reference on {ref['target']}")
+            print_reference(console, ref["estimate"], ref["measured_s"])
+        return 0
     task, evaluation = judge_file(ctx, task_ref, kernel, target)
     if as_json:
         measured = evaluation.profile if evaluation.profile and not evaluation.profile.estimated else None
         click.echo(json.dumps({
             "task": task.id, "target": evaluation.target, "status": evaluation.status.value, "reason": evaluation.reason,
-            "cost_model": evaluation.details.get("cost_model"),
+            "cost_model": evaluation.details.get("cost_model"), "reference": evaluation.details.get("xla_reference"),
             "measured": {"seconds": measured.seconds, "reference_seconds": measured.reference_seconds,
-                         **measured.details} if measured else None,
+                         "speedup_kind": "measured/measured", **measured.details} if measured else None,
         }, default=str, sort_keys=True))
     else:
         print_profile(evaluation, task, kernel)

@@ -64,8 +64,10 @@ def trim_error(exc: BaseException, source_file: str) -> dict[str, Any]:
     return {"kind": kind, "type": type(exc).__name__, "message": message[:MAX_MESSAGE], "line": line}
 
 
-def start_compile(fn, shapes: list[jax.ShapeDtypeStruct], target: str, source_file: str):
-    """Lower ``fn`` here (candidate Python runs in this thread), compile in the background.
+def start_compile(fn, shapes: list[jax.ShapeDtypeStruct], target: str, source_file: str, *,
+                  precision: str = "default", glue_only: bool = True):
+    """Lower ``fn`` here (candidate Python runs in this thread), compile in the background. ``precision`` is the
+    default matmul precision XLA compiles at (a reference's, see ``profiling/precision.py``).
 
     The compile is pure C++ that releases the GIL, so it overlaps the
     correctness runs; call ``.result()`` on the returned future for the figures.
@@ -76,15 +78,15 @@ def start_compile(fn, shapes: list[jax.ShapeDtypeStruct], target: str, source_fi
         device = target_device(target)
         sharding = SingleDeviceSharding(device)
         args = [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding) for s in shapes]
-        with jax.default_device(device):  # Mosaic asks the default device which chip it lowers for
-            lowered = jax.jit(fn).lower(*args)
+        with jax.default_device(device), jax.default_matmul_precision(precision):
+            lowered = jax.jit(fn).lower(*args)  # Mosaic asks the default device which chip it lowers for
     except Exception as exc:  # the compiler's verdict, reported not raised
         future.set_result({"ok": False, "seconds": time.monotonic() - start, "error": trim_error(exc, source_file)})
         return future
 
     def work() -> None:
         try:
-            future.set_result(compiled_figures(lowered.compile(), device, start))
+            future.set_result(compiled_figures(lowered.compile(), device, start, glue_only=glue_only))
         except Exception as exc:
             future.set_result({"ok": False, "seconds": time.monotonic() - start, "error": trim_error(exc, source_file)})
 
@@ -93,11 +95,12 @@ def start_compile(fn, shapes: list[jax.ShapeDtypeStruct], target: str, source_fi
 
 
 def compile_for_target(fn, shapes: list[jax.ShapeDtypeStruct], target: str, source_file: str,
-                       timeout_s: float | None = None) -> dict[str, Any]:
+                       timeout_s: float | None = None, *, precision: str = "default",
+                       glue_only: bool = True) -> dict[str, Any]:
     """Lower and compile ``fn`` at ``shapes`` for ``target``; a dict of figures or of the error. Past
     ``timeout_s`` the figures are given up (``timed_out``); the compile thread cannot be stopped, and ends
     with the process (a reference job's worker is never reused)."""
-    future = start_compile(fn, shapes, target, source_file)
+    future = start_compile(fn, shapes, target, source_file, precision=precision, glue_only=glue_only)
     try:
         return future.result(timeout=timeout_s)
     except concurrent.futures.TimeoutError:
@@ -106,7 +109,21 @@ def compile_for_target(fn, shapes: list[jax.ShapeDtypeStruct], target: str, sour
                           "message": f"XLA's compile for {target} ran past {timeout_s:g} s"}}
 
 
-def compiled_figures(compiled, device, start: float) -> dict[str, Any]:
+def program_figures(compiled, *, glue_only: bool) -> dict[str, Any]:
+    """The compiled program's ops with their work, for the XLA side of the speed model (``hlo_program``):
+    every op of a reference; only the code around the kernels of a candidate (``glue_only``), whose kernels the
+    model takes from its trace and whose loops of unknown length are charged the judge's worst case."""
+    from ..profiling.hlo_program import describe_program
+    from .hlo_values import UNBOUNDED_TRIPS
+
+    try:
+        return describe_program(compiled.as_text(), skip_kernels=glue_only,
+                                unknown_trips=UNBOUNDED_TRIPS if glue_only else 1)
+    except Exception as exc:  # noqa: BLE001 - no description is no estimate, never a failed compile
+        return {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+
+
+def compiled_figures(compiled, device, start: float, *, glue_only: bool = True) -> dict[str, Any]:
     cost = compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, (list, tuple)) and cost else cost
     return {
@@ -115,4 +132,5 @@ def compiled_figures(compiled, device, start: float) -> dict[str, Any]:
         "device_kind": device.device_kind,
         "memory": memory_figures(compiled),
         "cost": {k: float(v) for k, v in (cost or {}).items() if isinstance(v, (int, float))},
+        "program": program_figures(compiled, glue_only=glue_only),
     }

@@ -25,11 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from attrs import frozen
+from attrs import field, frozen
 from maxkernel_core import Candidate, Evaluation, Fit, Task, TaskError
 
 from ..profiling.costmodel import estimate as cost_estimate
-from ..profiling.costmodel import xla_reference_seconds
 from ..profiling.vmem import VMEM_HEADROOM, fits_vmem
 from ..sandbox.pool import JobOutcome, Limits, WorkerPool
 from ..targets import check_target
@@ -58,21 +57,27 @@ class ReferenceData:
     program_work: list[dict[str, Any]] = []  # per size (0 = full), counted as the checker counts a candidate
     check_sizes: list[dict[str, Any]] = []  # the distinct shapes of the sets: what the tracer traces
 
+    target: str = "v5e"
+    _memo: dict[str, Any] = field(factory=dict, eq=False, repr=False)
+
+    @property
+    def xla_estimate(self):
+        """The speed model's estimate of the XLA reference on the target (``xla_model``): the same kind of
+        estimate as a candidate's, from the compiled program's ops, at the precision the task needs."""
+        if not self.xla or not self.xla.get("ok") or "ops" not in (self.xla.get("program") or {}):
+            return None
+        if "xla" not in self._memo:
+            from ..profiling.params import model_params
+            from ..profiling.xla_model import estimate_program
+
+            self._memo["xla"] = estimate_program(self.xla["program"], self.xla["chip"], model_params(self.target))
+        return self._memo["xla"]
+
     @property
     def xla_seconds(self) -> float | None:
-        """XLA's own estimate of the reference on the target (an estimate, like the cost model's)."""
-        if not self.xla or not self.xla.get("ok"):
-            return None
-        cost = self.xla.get("cost") or {}
-        seconds = xla_reference_seconds(cost, self.xla["chip"])
-        # XLA's cost analysis counts a loop body once (a lax.map over query chunks, a scan over
-        # experts); the traced jaxpr counts it per trip. The matmul work it missed sets a floor: the
-        # traced FLOPs at the MXU's peak. (Scaling the whole estimate would also multiply the work
-        # outside the loop, such as a gather before a scan over tiles.)
-        counted, traced = cost.get("flops") or 0.0, (self.work or {}).get("glue_flops") or 0
-        if seconds and counted and traced > 1.5 * counted:
-            seconds = max(seconds, traced / self.xla["chip"]["bf16_ops_per_second"])
-        return seconds
+        """The estimated time of the XLA reference (an estimate, like the cost model's of a candidate)."""
+        est = self.xla_estimate
+        return est.seconds if est is not None and est.seconds > 0 else None
 
 
 class Evaluator:
@@ -102,7 +107,7 @@ class Evaluator:
         size = "small" if "small" in task.sizes else "full"
         job = {"kind": "reference", "task": task.metadata, "fresh": self.fresh_inputs, "size": size, "target": target,
                "max_full_input_bytes": FULL_SIZE_CPU_INPUT_BYTES, "timing": True,
-               "compile_timeout_s": self.reference_compile_timeout_s}
+               "compile_timeout_s": self.reference_compile_timeout_s, "atol": task.atol, "rtol": task.rtol}
         self.pool.warm_up()  # candidate workers warm while the reference runs
         outcome = self.pool.run_trusted(job, timeout=self.reference_timeout_s)
         head = outcome.last("reference")
@@ -126,7 +131,7 @@ class Evaluator:
         data = ReferenceData(header["full_shapes"], header["static_full"], header["work"], header.get("flops"),
                              sets, inputs, outputs, header.get("platform", "cpu"), header.get("note", ""),
                              timing[0] if timing else None, timing[1] if timing else None, header.get("xla"),
-                             header["program_work"], header["check_sizes"])
+                             header["program_work"], header["check_sizes"], target)
         with self._lock:
             self._references[key] = data
         return data

@@ -84,12 +84,6 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
     traced_full = _trace(fn, shapes, static_full)
     work = work_stats(traced_full)
     flops = float(module.get_flops()) if meta.get("has_flops") else None
-    stage("compile reference for the target")
-    xla = compile_for_target(lambda *d: fn(*d, *static_full), shapes, job["target"], meta["module"],
-                             timeout_s=job.get("compile_timeout_s"))  # past it, the figures are given up
-    from ..profiling.extract import chip_figures
-
-    xla["chip"] = chip_figures(job["target"])
     stage("input sets")
     full_bytes = sum(s.size * s.dtype.itemsize for s in shapes)
     note = ""
@@ -99,6 +93,25 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
                 "for a CPU correctness run")
     else:
         sets = task_inputs.input_sets(module, meta, fresh=int(job["fresh"]), size=job["size"])
+    expected = []
+    for i, s in enumerate(sets):
+        stage(f"reference outputs, set {i}")
+        # The expected values are the exact math: on a TPU, float32 matmuls default to one bf16
+        # pass, and a kernel that really computes in float32 must not be judged against that.
+        with jax.default_matmul_precision("highest"):
+            expected.append(_flat(jax.jit(lambda *d, _s=s["static"]: fn(*d, *_s))(*s["dynamic"])))
+    stage("the precision the reference needs")
+    from ..profiling.precision import reference_precision
+
+    precision = reference_precision(fn, sets, expected, job.get("atol", 0.0), job.get("rtol", 0.0))
+    stage("compile reference for the target")
+    xla = compile_for_target(lambda *d: fn(*d, *static_full), shapes, job["target"], meta["module"],
+                             timeout_s=job.get("compile_timeout_s"), precision=precision["precision"],
+                             glue_only=False)  # past the time limit, the figures are given up
+    from ..profiling.extract import chip_figures
+
+    xla["chip"] = chip_figures(job["target"])
+    xla["precision"] = precision
     stage("reference work, as the checker counts it")
     sizes, set_sizes = check_sizes(sets)
     owns = meta.get("kernel_owns", "")
@@ -120,12 +133,7 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
         "note": note,
         "platform": jax.default_backend(),
     })
-    for i, s in enumerate(sets):
-        stage(f"reference outputs, set {i}")
-        # The expected values are the exact math: on a TPU, float32 matmuls default to one bf16
-        # pass, and a kernel that really computes in float32 must not be judged against that.
-        with jax.default_matmul_precision("highest"):
-            outputs = _flat(jax.jit(lambda *d, _s=s["static"]: fn(*d, *_s))(*s["dynamic"]))
+    for i, (s, outputs) in enumerate(zip(sets, expected, strict=True)):
         dyn = [np.asarray(a) for a in s["dynamic"]]
         emit({"type": "reference_set", "index": i, "how": s["how"], "static": task_inputs.encode_static(s["static"]),
               "n_inputs": len(dyn), "size": set_sizes[i]}, dyn + outputs)

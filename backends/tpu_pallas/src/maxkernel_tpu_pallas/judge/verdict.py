@@ -55,6 +55,8 @@ class Verdict:
         self.details: dict[str, Any] = {"platform": ref.platform}
         if ref.xla and not ref.xla.get("ok"):  # e.g. over the target's HBM, or past the compile limit
             self.details["xla_reference"] = f"no XLA estimate of the reference: {ref.xla['error']['message'][:300]}"
+        elif ref.xla_estimate is not None:
+            self.details["xla_reference"] = reference_details(ref)
         self.outcome: JobOutcome | None = None
         self.estimate = None  # the cost model's estimate, once founded and completed by the compile
 
@@ -201,7 +203,7 @@ class Verdict:
         self.checks.append(CheckResult("tpu_compile", True, f"compiled for {comp.get('device_kind')}",
                                        compile_details, comp["seconds"]))
         if self.estimate is not None:  # the compiled candidate shows what runs around the kernels
-            self.estimate = with_glue(self.estimate, comp.get("cost"))
+            self.estimate = with_glue(self.estimate, comp.get("program"))
             self.details["cost_model"] = {**as_details(self.estimate, self.ref.xla_seconds),
                                           "diagnosis": diagnose(self.estimate)}
         return None
@@ -316,6 +318,13 @@ class Verdict:
                        details=measured, roofline_fraction=fraction,
                        arithmetic_intensity=est.arithmetic_intensity if est is not None else None,
                        fits_memory=est.fits_vmem if est is not None else None), None
+
+
+def reference_details(ref) -> dict[str, Any]:
+    """The estimate of the XLA reference as the record keeps it: time, precision, the costliest ops, notes."""
+    est = ref.xla_estimate
+    return {**est.as_dict(top=8), "precision": (ref.xla or {}).get("precision"),
+            "libtpu_optimal_seconds": ((ref.xla or {}).get("cost") or {}).get("optimal_seconds")}
 
 
 def _grid_key(grid) -> tuple:

@@ -128,6 +128,8 @@ class CostEstimate:
     glue_seconds: float = 0.0
     #: which set of model parameters made this estimate (shipped, or the user's own calibration)
     params_source: str = ""
+    #: the costliest ops of the code around the kernels (from the compiled candidate)
+    glue_ops: list[dict[str, Any]] = field(factory=list)
 
     @property
     def bound(self) -> str:
@@ -275,29 +277,15 @@ def estimate(kernels: list[dict[str, Any]], chip: dict[str, Any], target: str,
                         params_source=params.source)
 
 
-def with_glue(est: CostEstimate, candidate_cost: dict[str, float] | None) -> CostEstimate:
-    """The estimate plus the code outside the kernels, from XLA's own estimate of the compiled candidate.
-
-    XLA's cost analysis sees the whole candidate program: the glue fusions, and the kernels only as custom
-    calls whose operands and results cross HBM. What it estimates beyond that ideal kernel I/O is the glue's
-    time, added to the model's kernel time. A candidate that is one kernel gets (about) nothing added; one
-    that leaves transposes or an im2col to XLA pays for them here, as it would on the chip.
-    """
-    xla = xla_reference_seconds(candidate_cost or {}, est.chip)
-    if not xla:
+def with_glue(est: CostEstimate, program: dict[str, Any] | None, params: ModelParams | None = None) -> CostEstimate:
+    """The estimate plus the code outside the kernels: the XLA model (``xla_model``) of the compiled candidate's
+    ops other than its kernels (a transpose before an attention kernel, an im2col, a norm left to XLA), costed by
+    the same unit rule as the kernels and as the reference. A candidate that is one kernel gets (about) nothing
+    added; one that leaves work to XLA pays for it here, as it would on the chip."""
+    if not program or "ops" not in program:
         return est
-    kernel_io = sum(o.array_bytes for k in est.kernels for o in k.operands) / est.chip["mem_bw_bytes_per_second"]
-    glue = max(0.0, xla - kernel_io)
-    return evolve(est, seconds=est.seconds - est.glue_seconds + glue, glue_seconds=glue)
+    from .xla_model import estimate_program
 
-
-def xla_reference_seconds(cost: dict[str, float], chip: dict[str, Any]) -> float | None:
-    """XLA's own estimate of the reference: its ``optimal_seconds`` when given, else the roofline of
-    its flops and bytes accessed from ``cost_analysis()``."""
-    if cost.get("optimal_seconds", 0) > 0:
-        return float(cost["optimal_seconds"])
-    flops = cost.get("flops", 0.0)
-    accessed = cost.get("bytes accessed", 0.0)
-    if not flops and not accessed:
-        return None
-    return max(accessed / chip["mem_bw_bytes_per_second"], flops / chip["bf16_ops_per_second"])
+    glue = estimate_program(program, est.chip, params or model_params(est.target))
+    return evolve(est, seconds=est.seconds - est.glue_seconds + glue.seconds, glue_seconds=glue.seconds,
+                  glue_ops=[o.as_dict() for o in glue.top(5)])

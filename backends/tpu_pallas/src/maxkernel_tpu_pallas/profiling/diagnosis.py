@@ -91,10 +91,16 @@ def as_details(est: CostEstimate, xla_seconds: float | None) -> dict[str, Any]:
         "fits_vmem": est.fits_vmem,
         "xla_reference_seconds": xla_seconds,
         "speedup_vs_xla": (xla_seconds / est.seconds) if xla_seconds and est.seconds else None,
+        # Both sides are estimates of the same kind (the same unit model, the same parameters): never a measured
+        # time divided by an estimated one.
+        "speedup_kind": "estimated/estimated",
+        "params_source": est.params_source,
+        "glue_ops": est.glue_ops,
         "chip": est.chip,
         "kernels": [{
             "name": k.name, "grid": k.grid, "steps": k.steps, "seconds": k.seconds, "bound": k.bound,
-            "memory_s": k.memory_s, "compute_s": k.compute_s, "overhead_s": k.overhead_s,
+            "memory_s": k.memory_s, "compute_s": k.compute_s, "overhead_s": k.overhead_s, "fill_s": k.fill_s,
+            "mxu_s": k.mxu_s, "vpu_s": k.vpu_s, "eup_s": k.eup_s, "compute_unit": k.compute_unit,
             "hbm_bytes": k.hbm_bytes, "flops": k.flops, "mxu_flops_padded": k.mxu_flops_padded,
             "vmem_bytes": k.vmem_bytes, "vmem_limit_bytes": k.vmem_limit_bytes, "cores_used": k.cores_used,
             "operands": [{"role": o.role, "index": o.index, "block_shape": o.block_shape, "dtype": o.dtype,

@@ -158,9 +158,10 @@ def _written_bytes(comp: Computation, instr: Instr) -> float:
 class ProgramReader:
     """Walks a compiled module's entry computation (into loops, calls and conditionals) collecting ops."""
 
-    def __init__(self, text: str, *, skip_kernels: bool = False) -> None:
+    def __init__(self, text: str, *, skip_kernels: bool = False, unknown_trips: int = UNKNOWN_TRIPS) -> None:
         self.comps, self.entry = parse_module(text)
         self.skip_kernels = skip_kernels
+        self.unknown_trips = unknown_trips
         self.ops: list[dict[str, Any]] = []
         self.notes: list[str] = []
 
@@ -216,8 +217,8 @@ class ProgramReader:
         counted = self._counted_trips(instr, names)
         if counted is not None:
             return counted
-        self.notes.append(f"loop {instr.name}: trip count not readable from the program; charged {UNKNOWN_TRIPS}")
-        return UNKNOWN_TRIPS
+        self.notes.append(f"loop {instr.name}: trip count not readable from the program; charged {self.unknown_trips}")
+        return self.unknown_trips
 
     def _counted_trips(self, instr: Instr, names: dict[str, Instr]) -> int | None:
         """A counted loop: the condition compares a tuple element with a constant, the body steps it by a constant,
@@ -326,7 +327,8 @@ def _int_constant(instr: Instr | None, names: dict[str, Instr] | None = None) ->
     return int(found[1]) if found else None
 
 
-def describe_program(text: str, *, skip_kernels: bool = False) -> dict[str, Any]:
+def describe_program(text: str, *, skip_kernels: bool = False, unknown_trips: int = UNKNOWN_TRIPS) -> dict[str, Any]:
     """The ops of a compiled module (``compiled.as_text()``) with their work; ``skip_kernels`` leaves the Mosaic
-    custom calls out (a candidate's own kernels are modelled from its trace instead)."""
-    return ProgramReader(text, skip_kernels=skip_kernels).read()
+    custom calls out (a candidate's own kernels are modelled from its trace instead); a loop whose trip count
+    the program does not show is charged ``unknown_trips``."""
+    return ProgramReader(text, skip_kernels=skip_kernels, unknown_trips=unknown_trips).read()

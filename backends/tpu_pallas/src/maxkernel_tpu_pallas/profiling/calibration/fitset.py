@@ -38,8 +38,8 @@ def sds(text: str):
     return jax.ShapeDtypeStruct(shape, dtype)
 
 
-def compiled_text(fn, shapes, target: str) -> str:
-    """XLA's optimized program for ``target`` (a deviceless compile through libtpu)."""
+def compiled_program(fn, shapes, target: str) -> tuple[str, dict[str, float]]:
+    """XLA's optimized program for ``target`` (a deviceless compile through libtpu), and its cost analysis."""
     import jax
     from jax.sharding import SingleDeviceSharding
 
@@ -48,7 +48,10 @@ def compiled_text(fn, shapes, target: str) -> str:
     device = target_device(target)
     args = [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=SingleDeviceSharding(device)) for s in shapes]
     with jax.default_device(device):
-        return jax.jit(fn).lower(*args).compile().as_text()
+        compiled = jax.jit(fn).lower(*args).compile()
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, (list, tuple)) and cost else cost
+    return compiled.as_text(), {k: float(v) for k, v in (cost or {}).items() if isinstance(v, (int, float))}
 
 
 def describe(fn, shapes, target: str, *, kernels: bool = True) -> dict[str, Any]:
@@ -59,9 +62,10 @@ def describe(fn, shapes, target: str, *, kernels: bool = True) -> dict[str, Any]
     from ..extract import describe_kernels
     from ..hlo_program import describe_program
 
-    text = compiled_text(fn, shapes, target)
+    text, cost = compiled_program(fn, shapes, target)
     if not kernels:
-        return {"kernels": [], "glue": None, "program": describe_program(text)}
+        return {"kernels": [], "glue": None, "program": describe_program(text),
+                "xla_optimal_s": cost.get("optimal_seconds")}
     return {"kernels": describe_kernels(jax.make_jaxpr(fn)(*shapes)),
             "glue": describe_program(text, skip_kernels=True), "program": None}
 
@@ -154,6 +158,16 @@ def chunked_attention_points(limit: int | None = None) -> list[dict[str, Any]]:
 
 BUILDERS = {"pallas_matmul_guide_v5e": matmul_guide_points, "tokamax_flash_attention_v6e": splash_points,
             "tokamax_ragged_dot_v5e": ragged_dot_points, "tokamax_xla_chunked_attention_v6e": chunked_attention_points}
+
+
+def cached(path: Path, build) -> list[dict[str, Any]]:
+    """Points from ``path`` if a previous build left them there, else ``build()``'s, saved there."""
+    if path.is_file():
+        return json.loads(path.read_text())
+    points = build()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(points, default=str))
+    return points
 
 
 def build_points(sources: list[str], cache: Path | None = None, log=print) -> list[dict[str, Any]]:
