@@ -21,7 +21,8 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 
-def tiled_matmul(bm: int, bk: int, bn: int, *, transpose_rhs: bool = False, activation=None):
+def tiled_matmul(bm: int, bk: int, bn: int, *, transpose_rhs: bool = False, activation=None,
+                 vmem_limit_bytes: int | None = None):
     """A tiled matmul as the Pallas TPU matmul guide writes it: an f32 scratch accumulator, K innermost
     ("arbitrary"), the output written at the last K step (optionally through an activation)."""
 
@@ -51,7 +52,8 @@ def tiled_matmul(bm: int, bk: int, bn: int, *, transpose_rhs: bool = False, acti
                 out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
                 scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)]),
             out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
-            compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "arbitrary")),
+            compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "arbitrary"),
+                                                 vmem_limit_bytes=vmem_limit_bytes),
         )(x, y)
 
     return matmul

@@ -33,8 +33,10 @@ def load_user_calibration(target: str) -> dict[str, Any] | None:
         values = {k: float(v) for k, v in raw["values"].items()}
         measured_on = str(raw["measured_on"])
     except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"{path} is not a maxkernel calibration ({exc}): delete it or run maxkernel calibrate "
-                         "again") from exc
+        from maxkernel_core import ConfigError
+
+        raise ConfigError(f"{path} is not a maxkernel calibration ({exc}): delete it or run maxkernel calibrate "
+                          "again") from None
     return {"values": values, "measured_on": measured_on, "path": str(path), "fit": raw.get("fit", {})}
 
 
