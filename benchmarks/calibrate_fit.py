@@ -97,7 +97,7 @@ def main() -> int:
     fitted = run_stages(args.cache, args.points)
     values = model_values(fitted)
     print("\n== parameters per generation")
-    for target, (vals, sources) in values.items():
+    for target, (vals, _) in values.items():
         print(f"  {target}: " + ", ".join(f"{n}={v:.4g}" for n, v in vals.items()))
     if args.write:
         for target, (vals, sources) in values.items():

@@ -191,17 +191,26 @@ def test_mxu_padding_waste_is_reported():
     assert any(f"wastes {waste:.0%} of the MXU" in line for line in diagnose(est))
 
 
-def test_code_around_the_kernels_is_added_from_xla_estimate_of_the_candidate():
-    (k,) = describe(matmul(256, 256, 512), sds((1024, 2048)), sds((2048, 512)))
+def test_code_around_the_kernels_is_costed_by_the_xla_model_of_the_compiled_candidate():
+    from maxkernel_tpu_pallas.profiling.calibration.fitset import compiled_program
+    from maxkernel_tpu_pallas.profiling.hlo_program import describe_program
+
+    kernel = matmul(256, 256, 512)
+    x, y = sds((1024, 2048)), sds((2048, 512))
+    (k,) = describe(kernel, x, y)
     est = estimate([k], chip_figures("v5e"), "v5e")
-    io = (1024 * 2048 + 2048 * 512 + 1024 * 512) * 2 / est.chip["mem_bw_bytes_per_second"]
-    # XLA sees an im2col or a transpose around the kernel: what it estimates beyond the kernel's I/O is glue.
-    glued = with_glue(est, {"optimal_seconds": io + 1e-3})
-    assert glued.glue_seconds == pytest.approx(1e-3) and glued.seconds == pytest.approx(est.seconds + 1e-3)
-    assert with_glue(glued, {"optimal_seconds": io + 2e-3}).seconds == pytest.approx(est.seconds + 2e-3)  # not twice
-    assert "code outside the kernels" in "\n".join(diagnose(glued))
-    # A candidate that is only its kernel (XLA estimates no more than its I/O) or with no estimate: unchanged.
-    assert with_glue(est, {"optimal_seconds": io / 2}).seconds == est.seconds
+    # The candidate transposes x (written as its transpose) before the kernel: XLA runs that copy, the model
+    # costs it like any op (read and write 4 MiB of HBM, one launch) and adds it to the kernel's time.
+    text, _ = compiled_program(lambda xt, b: kernel(xt.T * 2, b), [sds((2048, 1024)), y], "v5e")
+    glue = describe_program(text, skip_kernels=True)
+    glued = with_glue(est, glue)
+    moved = sum(op["hbm_bytes"] * op["trips"] for op in glue["ops"])
+    assert moved >= 2 * 1024 * 2048 * 2
+    assert glued.glue_seconds > moved / est.chip["mem_bw_bytes_per_second"]
+    assert glued.seconds == pytest.approx(est.seconds + glued.glue_seconds)
+    assert with_glue(glued, glue).seconds == pytest.approx(glued.seconds)  # replaced, never added twice
+    assert "code outside the kernels" in "\n".join(diagnose(glued)) or glued.glue_seconds < 0.05 * glued.seconds
+    # A candidate with no description of its program gets nothing added.
     assert with_glue(est, {}) is est and with_glue(est, None) is est
 
 

@@ -21,9 +21,9 @@ def test_profile_cli_prints_estimates_and_xla_reference(tmp_path):
                      "--target", "v6e")
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    for expected in ("cost model (ESTIMATE)", "traffic per BlockSpec", "XLA's estimate of the reference",
-                     "estimated speedup vs XLA", "(estimate)", "not measured: no TPU attached", "Diagnosis",
-                     "TPU v6 lite", "32 MiB scoped limit"):
+    for expected in ("cost model (ESTIMATE)", "traffic per BlockSpec", "XLA reference (estimate, same model)",
+                     "(estimated / estimated)", "XLA reference (ESTIMATE)", "not measured: no TPU attached",
+                     "Diagnosis", "TPU v6 lite", "32 MiB scoped limit", "model parameters"):
         assert expected in out, expected
 
 
@@ -55,3 +55,24 @@ def test_profiler_role_through_the_session(tmp_path):
         assert session.best().evaluation.profile.seconds == profile.seconds
     finally:
         backend.close()
+
+
+def test_profile_without_a_kernel_estimates_the_xla_reference_op_by_op():
+    result = run_cli("profile", "--task", str(TASKS / "matmul"), "--target", "v6e")
+    assert result.returncode == 0, result.stderr
+    for expected in ("XLA reference (ESTIMATE)", "matmul precision high", "costliest ops", "not measured: no TPU",
+                     "libtpu's own optimal_seconds"):
+        assert expected in result.stdout, expected
+    data = json.loads(run_cli("profile", "--task", str(TASKS / "matmul"), "--target", "v6e", "--json").stdout)
+    ref = data["reference"]["estimate"]
+    assert ref["estimated"] is True and ref["seconds"] > 0 and ref["top_ops"][0]["unit"] == "mxu"
+    assert ref["precision"]["passes"] == 3 and data["reference"]["measured_s"] is None
+
+
+def test_a_kernels_speedup_divides_two_estimates_of_the_same_kind():
+    data = json.loads(run_cli("profile", "--task", str(TASKS / "matmul"), "--kernel",
+                              str(KERNELS / "honest_matmul.py"), "--target", "v6e", "--json").stdout)
+    model = data["cost_model"]
+    assert model["speedup_kind"] == "estimated/estimated" and model["params_source"].startswith("shipped")
+    assert model["speedup_vs_xla"] == pytest.approx(model["xla_reference_seconds"] / model["seconds"])
+    assert data["reference"]["seconds"] == pytest.approx(model["xla_reference_seconds"])

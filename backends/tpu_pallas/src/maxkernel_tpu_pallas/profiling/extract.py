@@ -225,17 +225,8 @@ def _semantics(cp, gm) -> list[str]:
     return named
 
 
-def describe_kernel(eqn, values: list[Any] | None = None) -> dict[str, Any]:
-    """One pallas_call, with the known values of its operands (``values``, None where unknown)."""
-    gm = eqn.params["grid_mapping"]
-    bounds, prefetch = _leading_operands(eqn, values or [None] * len(eqn.invars))
-    bound_iter = iter(bounds)
-    # A grid axis sized by a traced value (scalar prefetch) has no extent at trace time: None, resolved later.
-    extents = [_extent(g, None if isinstance(g, (int, np.integer)) else next(bound_iter, None)) for g in gm.grid]
-    dynamic = [i for i, g in enumerate(extents) if g is None]
-    grid = tuple(1 if g is None else g for g in extents)  # the index walk runs over the static axes only
-    known_tables = None if dynamic or any(p is None for p in prefetch) else [np.asarray(p) for p in prefetch]
-    cp = _compiler_params(eqn)
+def _operands(gm, grid: tuple[int, ...], tables: list[np.ndarray] | None) -> list[dict[str, Any]]:
+    """Each block-mapped operand: shapes, dtype, buffering, and how its block index walks the grid."""
     operands = []
     for n, bm in enumerate(gm.block_mappings):
         aval = bm.array_aval
@@ -250,15 +241,34 @@ def describe_kernel(eqn, values: list[Any] | None = None) -> dict[str, Any]:
             "itemsize": int(aval.dtype.itemsize),
             "buffers": int(getattr(pipeline, "buffer_count", 2) or 2),
             "pipelined": not any(s in space for s in ("any", "hbm", "smem")),
-            **_index_walk(bm, grid, known_tables),
+            **_index_walk(bm, grid, tables),
         })
-    scal = None
-    if not dynamic and math.prod(grid or (1,)) <= MAX_STEPS * 4:
-        scal = Scalars(grid, vmapped=tuple(getattr(gm, "vmapped_dims", ()) or ()))
-        body_invars = eqn.params["jaxpr"].invars
-        for var, table in zip(body_invars, prefetch, strict=False):
-            if table is not None:
-                scal.env[var] = np.asarray(table)
+    return operands
+
+
+def _body_scalars(eqn, grid: tuple[int, ...], prefetch: list[Any]) -> Scalars | None:
+    """The evaluator of the body's scalar control over the grid (None when the grid is not known)."""
+    if math.prod(grid or (1,)) > MAX_STEPS * 4:
+        return None
+    gm = eqn.params["grid_mapping"]
+    scal = Scalars(grid, vmapped=tuple(getattr(gm, "vmapped_dims", ()) or ()))
+    for var, table in zip(eqn.params["jaxpr"].invars, prefetch, strict=False):
+        if table is not None:
+            scal.env[var] = np.asarray(table)
+    return scal
+
+
+def describe_kernel(eqn, values: list[Any] | None = None) -> dict[str, Any]:
+    """One pallas_call, with the known values of its operands (``values``, None where unknown)."""
+    gm = eqn.params["grid_mapping"]
+    bounds, prefetch = _leading_operands(eqn, values or [None] * len(eqn.invars))
+    bound_iter = iter(bounds)
+    # A grid axis sized by a traced value (scalar prefetch) has no extent at trace time: None, resolved later.
+    extents = [_extent(g, None if isinstance(g, (int, np.integer)) else next(bound_iter, None)) for g in gm.grid]
+    dynamic = [i for i, g in enumerate(extents) if g is None]
+    grid = tuple(1 if g is None else g for g in extents)  # the index walk runs over the static axes only
+    known_tables = None if dynamic or any(p is None for p in prefetch) else [np.asarray(p) for p in prefetch]
+    cp = _compiler_params(eqn)
     return {
         "name": str(eqn.params.get("name") or getattr(eqn.params.get("name_and_src_info"), "name", "kernel")),
         "grid": extents,
@@ -266,9 +276,9 @@ def describe_kernel(eqn, values: list[Any] | None = None) -> dict[str, Any]:
         "steps": math.prod(grid) if grid else 1,  # static axes only; see dynamic_axes
         "dimension_semantics": _semantics(cp, gm),
         "vmem_limit_bytes": getattr(cp, "vmem_limit_bytes", None),
-        "operands": operands,
+        "operands": _operands(gm, grid, known_tables),
         "scratch": [_scratch(a) for a in gm.scratch_avals],
-        "body": _body_work(eqn.params["jaxpr"], scal),
+        "body": _body_work(eqn.params["jaxpr"], None if dynamic else _body_scalars(eqn, grid, prefetch)),
     }
 
 

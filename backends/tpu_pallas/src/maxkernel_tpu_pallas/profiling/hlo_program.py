@@ -45,7 +45,7 @@ def _dot_record(instr: Instr, lhs: Instr, rhs: Instr) -> dict[str, Any]:
     lhs_dims = lhs.shape[0].dims if lhs.shape else []
     rhs_dims = rhs.shape[0].dims if rhs.shape else []
     lc, rc = _dims(instr.attr("lhs_contracting_dims")), _dims(instr.attr("rhs_contracting_dims"))
-    lb, rb = _dims(instr.attr("lhs_batch_dims")), _dims(instr.attr("rhs_batch_dims"))
+    lb = _dims(instr.attr("lhs_batch_dims"))
     k = math.prod(lhs_dims[d] for d in lc) if lc else 1
     batch = math.prod(lhs_dims[d] for d in lb) if lb else 1
     m = math.prod(lhs_dims) // max(k * batch, 1)

@@ -115,7 +115,14 @@ def _depends(func: ir.Operation, n_grid: int) -> set[int]:
     return result
 
 
+def _affine_depends(text: str) -> set[int]:
+    """Grid axes an ``affine_map<(d0, d1, ...) -> (...)>`` reads in its results."""
+    results = text.split("->", 1)[-1]
+    return {int(d) for d in re.findall(r"\bd(\d+)\b", results)}
+
+
 def _windows(module: ir.Module, func: ir.Operation, grid: list[int]) -> list[dict[str, Any]]:
+    """Per operand: the bytes of its block and how many times it is copied (None bytes: left in HBM, once)."""
     funcs = {ir.StringAttr(op.operation.attributes["sym_name"]).value: op.operation
              for op in module.body.operations if _short(op.operation.name) == "func.func"}
     text = str(func.attributes["window_params"]) if "window_params" in func.attributes else ""
@@ -123,17 +130,23 @@ def _windows(module: ir.Module, func: ir.Operation, grid: list[int]) -> list[dic
                if "memref" in str(a.type) and "smem" not in str(a.type) and "semaphore" not in str(a.type)]
     windows = []
     for i, entry in enumerate(re.findall(r"\{([^{}]*)\}", text)):
-        bounds = re.search(r"window_bounds\s*=\s*array<i64:\s*([\d,\s]*)>", entry)
-        transform = re.search(r"transform_indices\s*=\s*@([\w.\-]+)", entry)
-        if not bounds or i >= len(memrefs):
+        if i >= len(memrefs) or "any" in str(memrefs[i].type).lower():
             windows.append({"bytes": None, "transfers": 1})  # left in HBM: the operand's own bytes, once
             continue
-        block = [int(x) for x in bounds[1].split(",") if x.strip()]
-        itemsize = max(ir.MemRefType(memrefs[i].type).element_type.width // 8, 1) if hasattr(
-            ir.MemRefType(memrefs[i].type).element_type, "width") else 4
-        axes = _depends(funcs[transform[1]], len(grid)) if transform and transform[1] in funcs else set(range(len(grid)))
+        memref = ir.MemRefType(memrefs[i].type)
+        bounds = re.search(r"window_bounds\s*=\s*array<i64:\s*([\d,\s]*)>", entry)
+        block = [int(x) for x in bounds[1].split(",") if x.strip()] if bounds else list(memref.shape)
+        width = getattr(memref.element_type, "width", 32)
+        symbol = re.search(r"transform_indices\s*=\s*@([\w.\-]+)", entry)
+        affine = re.search(r"transform_indices\s*=\s*(affine_map<\([^)]*\)\s*->\s*\([^)]*\)>)", entry)
+        if symbol and symbol[1] in funcs:
+            axes = _depends(funcs[symbol[1]], len(grid))
+        elif affine:
+            axes = _affine_depends(affine[1])
+        else:
+            axes = set(range(len(grid)))
         transfers = math.prod(grid[: max(axes) + 1]) if axes else 1
-        windows.append({"bytes": math.prod(block) * itemsize, "transfers": transfers})
+        windows.append({"bytes": math.prod(block) * max(width // 8, 1), "transfers": transfers})
     return windows
 
 

@@ -117,7 +117,7 @@ def reference_precision(fn, sets: list[dict[str, Any]], expected: list[list[np.n
         return {"passes": 1, "precision": "default", "why": "no f32 matmul: every matmul is one bf16 pass"}
     for passes, name in LEVELS[:-1]:
         for c, s, exp in zip(closed, sets, expected, strict=True):
-            got = jax.jit(lambda *d, _c=c: evaluate(_c.jaxpr, _c.consts, d, passes))(*s["dynamic"])
+            got = jax.jit(lambda *d, _c=c, _p=passes: evaluate(_c.jaxpr, _c.consts, d, _p))(*s["dynamic"])
             ok, why, _ = compare(exp, [np.asarray(g) for g in jax.tree_util.tree_leaves(got)], atol, rtol)
             if not ok:
                 break

@@ -123,7 +123,9 @@ def expert_3p(suite: Path):
         k_pe = jnp.broadcast_to(latent[:, :, None, kvl:], (b, s, h, rope))
         q = jnp.concatenate([q[..., :nope], ref.rotate(q[..., nope:], cos, sin)], axis=-1)
         k = jnp.concatenate([k_nope, ref.rotate(k_pe, cos, sin)], axis=-1)
-        pad = lambda t: jnp.pad(t, ((0, 0), (0, 0), (0, 0), (0, 256 - t.shape[-1]))).transpose(0, 2, 1, 3)
+        def pad(t):
+            return jnp.pad(t, ((0, 0), (0, 0), (0, 0), (0, 256 - t.shape[-1]))).transpose(0, 2, 1, 3)
+
         out = flash.flash_attention(pad(q), pad(k), pad(v), causal=True, sm_scale=(nope + rope) ** -0.5,
                                     block_sizes=sizes)
         return out[..., :vd].transpose(0, 2, 1, 3).reshape(b, s, h * vd) @ o_proj
