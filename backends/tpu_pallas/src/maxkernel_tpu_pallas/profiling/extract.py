@@ -282,23 +282,62 @@ def describe_kernel(eqn, values: list[Any] | None = None) -> dict[str, Any]:
     }
 
 
+def _leading_vars(eqn) -> list[Any]:
+    """A pallas_call's operands whose values the model can use: dynamic grid bounds and scalar-prefetch tables."""
+    gm = eqn.params["grid_mapping"]
+    refs = sum(1 for v in eqn.invars if "Ref" in type(getattr(v, "aval", None)).__name__)
+    return list(eqn.invars[:refs + gm.num_dynamic_grid_bounds + gm.num_index_operands])
+
+
+def _needed(jaxpr, memo: dict[int, set]) -> set:
+    """Variables of ``jaxpr`` some pallas_call's leading operands depend on (folding anything else is wasted)."""
+    if id(jaxpr) in memo:
+        return memo[id(jaxpr)]
+    needed: set = set()
+    for eqn in reversed(jaxpr.eqns):
+        if eqn.primitive.name == "pallas_call":
+            needed.update(v for v in _leading_vars(eqn) if isinstance(v, jex_core.Var))
+            continue
+        call = call_jaxpr(eqn)
+        inner = _needed(call[0], memo) if call is not None else set()
+        if inner:
+            needed.update(o for o, i in zip(eqn.invars, call[0].invars, strict=False)
+                          if i in inner and isinstance(o, jex_core.Var))
+        if any(v in needed for v in eqn.outvars):
+            needed.update(v for v in eqn.invars if isinstance(v, jex_core.Var))
+    memo[id(jaxpr)] = needed
+    return needed
+
+
+def _has_kernel(jaxpr, memo: dict[int, bool]) -> bool:
+    if id(jaxpr) not in memo:
+        memo[id(jaxpr)] = any(e.primitive.name == "pallas_call" or any(_has_kernel(s, memo) for s, _ in _sub_jaxprs(e))
+                              for e in jaxpr.eqns)
+    return memo[id(jaxpr)]
+
+
 def describe_kernels(closed_jaxpr) -> list[dict[str, Any]]:
     """Every pallas_call in the computation, outer loops (scan) counted in ``repeat``; the program's constants
     (and small values folded from them) tell scalar-prefetch tables and run-time grid extents where they can."""
-    found = []
+    found: list[dict[str, Any]] = []
+    needed_memo: dict[int, set] = {}
+    kernel_memo: dict[int, bool] = {}
 
     def walk(jaxpr, times: int, known: Known) -> None:
+        needed = _needed(jaxpr, needed_memo)
         for eqn in jaxpr.eqns:
             if eqn.primitive.name == "pallas_call":
                 found.append({**describe_kernel(eqn, [known.value(v) for v in eqn.invars]), "repeat": times})
                 continue
             call = call_jaxpr(eqn)
-            if call is not None and "pallas_call" in str(call[0]):
+            if call is not None and _has_kernel(call[0], kernel_memo):
                 walk(call[0], times, known.inner(call[0], eqn.invars, call[1]))
                 continue
-            known.fold(eqn)
+            if any(v in needed for v in eqn.outvars):
+                known.fold(eqn)
             for sub, repeat in _sub_jaxprs(eqn):
-                walk(sub, times * repeat, Known(budget=known.budget))  # inside loops: values unknown
+                if _has_kernel(sub, kernel_memo):
+                    walk(sub, times * repeat, Known(budget=known.budget))  # inside loops: values unknown
 
     walk(closed_jaxpr.jaxpr, 1, Known.of(closed_jaxpr))
     return found

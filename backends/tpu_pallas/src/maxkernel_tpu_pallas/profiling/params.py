@@ -77,14 +77,31 @@ def shipped_params(target: str) -> ModelParams:
                        **{k: (int(v) if k in ("mxu_pad_k", "mxu_pad_n") else float(v)) for k, v in model.items()})
 
 
+#: (target, shipped file's mtime, user file's path and mtime) -> parameters: an estimate is asked for thousands of
+#: times in a search, and a file is read again only when it changed.
+_CACHE: dict[tuple, ModelParams] = {}
+
+
+def _mtime(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
 def model_params(target: str) -> ModelParams:
     """The parameters every estimate for ``target`` uses on this machine: a user calibration when one is stored
     (``maxkernel calibrate``), else the shipped ones."""
-    from .calibration.store import load_user_calibration
+    from .calibration.store import calibration_path, load_user_calibration
 
+    user_path = calibration_path(target)
+    key = (target, _mtime(CHIPS_DIR / f"{target}.toml"), str(user_path), _mtime(user_path))
+    if key in _CACHE:
+        return _CACHE[key]
     params = shipped_params(target)
     user = load_user_calibration(target)
-    if user is None:
-        return params
-    return params.with_values(user["values"], f"user calibration ({user['path']}, {user['measured_on']})",
-                              f"measured by maxkernel calibrate on {user['measured_on']}")
+    if user is not None:
+        params = params.with_values(user["values"], f"user calibration ({user['path']}, {user['measured_on']})",
+                                    f"measured by maxkernel calibrate on {user['measured_on']}")
+    _CACHE[key] = params
+    return params
