@@ -58,9 +58,11 @@ def report_result(result, out_dir: Path, console: Console) -> int:
     p = result.best.evaluation.profile
     speed = ""
     if p and p.seconds:
+        # A profile's two times are of one kind: both estimated by the same model, or both measured.
         kind = "estimated by the cost model" if p.estimated else "measured"
-        speed = f"; {p.seconds * 1e6:,.1f} us {kind}" + (f", {p.speedup:.2f}x XLA's" + (" estimate" if p.estimated else "")
-                                                          if p.speedup else "")
+        same = "estimated by the same model" if p.estimated else "measured the same way"
+        speed = f"; {p.seconds * 1e6:,.1f} us {kind}" + (
+            f", {p.speedup:.2f}x the XLA reference ({same})" if p.speedup else "")
     click.echo(f"Best kernel: {out_dir / 'kernel.py'} ({result.best.evaluation.status.value}: "
                f"{result.best.evaluation.reason}{speed})")
     click.echo(f"Report: {out_dir / 'report.html'} (and report.json); run {result.run_id} "

@@ -138,26 +138,8 @@ def ragged_dot_points() -> list[dict[str, Any]]:
     return points
 
 
-def chunked_attention_points(limit: int | None = None) -> list[dict[str, Any]]:
-    from .programs import chunked_attention
-
-    data = load_data("tokamax_xla_chunked_attention_v6e")
-    points = []
-    for p in data["points"]:
-        if p["bias"] or p["bool_mask"] or not p["q"].startswith("bf16") or p["q"] != p["k"]:
-            continue  # plain self-attention only: the program here has no bias, masks or head groups
-        q = sds(p["q"])
-        fn = chunked_attention(causal=p["causal"], scale=p["logits_scale"])
-        ident = f"{p['q']} {'causal' if p['causal'] else 'full'}"
-        points.append(_point(data["name"], ident, "v6e", p["seconds"], describe(fn, [q, q, q], "v6e", kernels=False),
-                             cls="attention"))
-        if limit and len(points) >= limit:
-            break
-    return points
-
-
 BUILDERS = {"pallas_matmul_guide_v5e": matmul_guide_points, "tokamax_flash_attention_v6e": splash_points,
-            "tokamax_ragged_dot_v5e": ragged_dot_points, "tokamax_xla_chunked_attention_v6e": chunked_attention_points}
+            "tokamax_ragged_dot_v5e": ragged_dot_points}
 
 
 def cached(path: Path, build) -> list[dict[str, Any]]:

@@ -4,8 +4,7 @@ Every point the model is fitted on or validated against is a program someone
 ran on a TPU. To hold the model against it, the same program is built here at
 the same shapes and configuration: our own tiled matmul for the Pallas matmul
 guide's kernel, jax's own library kernels (``jax.experimental.pallas.ops.tpu``:
-splash attention, megablox) for tokamax's and JAXBench's, our own chunked
-attention for tokamax's XLA implementation. Tracing gives the kernels'
+splash attention, megablox) for tokamax's and JAXBench's. Tracing gives the kernels'
 descriptions; a deviceless compile for the chip gives the code around them.
 """
 
@@ -95,46 +94,3 @@ def megablox(group_sizes: np.ndarray, tiling: tuple[int, int, int], *, transpose
                                          tiling=tiling)
     return lambda lhs, rhs: gmm.gmm(lhs, rhs, jnp.asarray(sizes), preferred_element_type=lhs.dtype, tiling=tiling,
                                     transpose_rhs=transpose_rhs)
-
-
-def chunked_attention(*, causal: bool, scale: float, chunk: int = 128):
-    """Attention in XLA as tokamax's chunked implementation computes it (written here): a scan over query
-    chunks, a fori_loop over key chunks with an online softmax, f32 statistics and accumulator."""
-
-    def attention(q, k, v):
-        b, t, h, d = q.shape
-        s = k.shape[1]
-        mask = jnp.tril(jnp.ones((t, s), bool)) if causal else None
-
-        def q_step(qi, _):
-            q_chunk = jax.lax.dynamic_slice_in_dim(q, qi, chunk, axis=1)
-            acc = jnp.zeros((b, chunk, h, v.shape[-1]), jnp.float32)
-            x_max = jnp.full((b, h, chunk), -jnp.inf, jnp.float32)
-            denom = jnp.zeros((b, h, chunk), jnp.float32)
-
-            @functools.partial(jax.remat, prevent_cse=False)
-            def kv_step(ki, carry):
-                acc, x_max, denom = carry
-                k_chunk = jax.lax.dynamic_slice_in_dim(k, ki * chunk, chunk, axis=1)
-                v_chunk = jax.lax.dynamic_slice_in_dim(v, ki * chunk, chunk, axis=1)
-                logits = jnp.einsum("bqhd,bkhd->bhqk", q_chunk, k_chunk,
-                                    preferred_element_type=jnp.float32) * scale
-                if mask is not None:
-                    part = jax.lax.dynamic_slice(mask, (qi, ki * chunk), (chunk, chunk))
-                    logits = jnp.where(part, logits, jnp.finfo(jnp.float32).min)
-                new_max = jnp.maximum(x_max, logits.max(axis=-1))
-                weights = jnp.exp(logits - new_max[..., None])
-                alpha = jnp.exp(x_max - new_max)
-                acc = acc * jnp.swapaxes(alpha, 1, 2)[..., None]
-                denom = denom * alpha + weights.sum(axis=-1)
-                acc = acc + jnp.einsum("bhqk,bkhd->bqhd", weights, v_chunk.astype(jnp.float32))
-                return acc, new_max, denom
-
-            acc, _, denom = jax.lax.fori_loop(0, s // chunk, kv_step, (acc, x_max, denom))
-            out = acc / jnp.swapaxes(denom, 1, 2)[..., None]
-            return qi + chunk, out.astype(q.dtype)
-
-        _, out = jax.lax.scan(q_step, 0, length=t // chunk)
-        return jnp.moveaxis(out, 0, 1).reshape(b, t, h, -1)
-
-    return attention
