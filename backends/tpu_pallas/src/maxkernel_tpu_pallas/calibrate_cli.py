@@ -128,7 +128,7 @@ def calibrate_command(target: str | None, timings_file: Path | None, save_timing
     """Time a micro-benchmark suite on the attached TPU, fit the speed model's parameters to it, and store them
     for every later estimate on this machine."""
     from .profiling.calibration.microbench import SUITE
-    from .profiling.calibration.store import save_user_calibration
+    from .profiling.user_calibration import save_user_calibration
 
     console = Console(soft_wrap=True, stderr=as_json)
     if list_suite:

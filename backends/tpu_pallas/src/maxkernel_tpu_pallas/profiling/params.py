@@ -21,6 +21,8 @@ from typing import Any
 
 from attrs import evolve, fields, frozen
 
+from .user_calibration import calibration_path, load_user_calibration
+
 CHIPS_DIR = Path(__file__).parent / "chips"
 
 #: The parameters a fit may set (the rest of the record is bookkeeping).
@@ -92,8 +94,6 @@ def _mtime(path: Path) -> int | None:
 def model_params(target: str) -> ModelParams:
     """The parameters every estimate for ``target`` uses on this machine: a user calibration when one is stored
     (``maxkernel calibrate``), else the shipped ones."""
-    from .calibration.store import calibration_path, load_user_calibration
-
     user_path = calibration_path(target)
     key = (target, _mtime(CHIPS_DIR / f"{target}.toml"), str(user_path), _mtime(user_path))
     if key in _CACHE:
