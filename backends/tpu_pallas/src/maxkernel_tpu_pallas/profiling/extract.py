@@ -26,12 +26,9 @@ import numpy as np
 from jax.extend import core as jex_core
 
 from ..judge.work import _sub_jaxprs
-from .body_work import TRANSCENDENTAL, body_work
+from .body_work import body_work
 from .known import Known, call_jaxpr
 from .scalars import MAX_STEPS, Scalars
-
-__all__ = ["TRANSCENDENTAL", "chip_figures", "describe_kernel", "describe_kernels"]
-
 
 
 def _block_dims(block_shape) -> list[int]:
