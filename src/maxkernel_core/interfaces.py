@@ -76,6 +76,14 @@ class Backend(abc.ABC):
         """
         return None
 
+    def judge_fingerprint(self, task: Task, *, target: str) -> str | None:
+        """Everything but the candidate's code that a verdict on ``task`` depends on, as one string: the
+        task's files, the target, the judge's settings, compiler and cost-model versions. Two evaluations
+        with equal fingerprints and equal code must reach the same verdict, so the session judges such
+        code once (in the run and across runs on the store). None: verdicts are never reused.
+        """
+        return None
+
     def knowledge(self, task: Task, *, target: str, budget_chars: int) -> str:
         """Backend rules and chip facts for prompts, at most ``budget_chars`` long."""
         return ""

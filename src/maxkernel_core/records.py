@@ -280,6 +280,9 @@ class Evaluation:
     compile_error: CompileError | None = None
     #: the OS sandbox that ran the candidate, as the backend names it ("bwrap", "fallback"; "" when unknown)
     sandbox: str = ""
+    #: "run-id/candidate-id" of the evaluation whose verdict this is, when identical code was judged before
+    #: under the same judge (not counted against the budget); "" for a verdict made for this candidate
+    reused_from: str = ""
 
     @property
     def ok(self) -> bool:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
 from attrs import define, field, frozen
 
 from .errors import BudgetSpent, PluginError
@@ -37,6 +38,7 @@ from .records import (
     record,
 )
 from .store import RunStore
+from .verdict_cache import REUSABLE, canonical_code, verdict_key
 
 ROLES = ("plan", "implement", "debug", "test", "profile")
 #: A strategy's re-evaluation of a kernel it is about to declare best: named, and counted apart from the budget.
@@ -48,6 +50,11 @@ KILL_AFTER_EVALUATIONS_ENV = "MAXKERNEL_FAULT_KILL_AFTER_EVALUATIONS"
 
 def is_recheck(candidate: Candidate) -> bool:
     return candidate.provenance.transformation == RECHECK
+
+
+def counted(attempt: Attempt) -> bool:
+    """Whether an attempt spent an evaluation of the budget (not a re-check, not a reused verdict)."""
+    return not is_recheck(attempt.candidate) and not attempt.evaluation.reused_from
 
 
 @define
@@ -120,6 +127,7 @@ class RunResult:
     evaluations: int = 0  # counted against --budget
     message: str = ""
     rechecks: int = 0  # re-evaluations of a best kernel before it was declared, not counted against --budget
+    reused: int = 0  # verdicts of identical code judged before (this run or an earlier one), not counted either
 
 
 class RoleLog:
@@ -178,6 +186,7 @@ class RunSession:
             self.history = [Attempt(c, verdicts[c.id]) for c in store.candidates(self.run_id) if c.id in verdicts]
         self._budget_lock = threading.Lock()
         self._in_flight = 0
+        self._fingerprint: list[str | None] = []  # computed on the first evaluation
         self.role_log = RoleLog()
         self._log_name = pm.register(self.role_log, name=f"maxkernel-role-log-{self.run_id}")
 
@@ -226,8 +235,8 @@ class RunSession:
         return None if isinstance(fixed, Decline) else fixed
 
     def spent(self) -> int:
-        """Evaluations counted against the budget (re-checks of a best kernel are not)."""
-        return sum(1 for a in self.history if not is_recheck(a.candidate))
+        """Evaluations counted against the budget (re-checks of a best kernel and reused verdicts are not)."""
+        return sum(1 for a in self.history if counted(a))
 
     def budget_left(self) -> int | None:
         """Evaluations the run may still make; None without a budget."""
@@ -248,27 +257,54 @@ class RunSession:
     def evaluate(self, candidate: Candidate) -> Evaluation:
         """Store the candidate, judge it (tester role), store the verdict, then return it.
 
-        The budget is a hard limit: past it a strategy gets :class:`BudgetSpent` (re-checks excepted).
+        The candidate's code is judged in canonical form (:func:`~maxkernel_core.verdict_cache.canonical_code`).
+        Code judged before under the same judge (in this run, or in any run on the store) gets that verdict
+        again, marked ``reused_from`` and not counted; a re-check is always judged anew. The budget is a
+        hard limit: past it a strategy gets :class:`BudgetSpent` (re-checks and reused verdicts excepted).
         """
-        counted = not is_recheck(candidate)
+        candidate = attrs.evolve(candidate, code=canonical_code(candidate.code))
+        recheck = is_recheck(candidate)
+        key = None if recheck else self._verdict_key(candidate)
+        cached = self.store.cached_verdict(key) if key else None
+        if cached is not None:
+            return self._reuse(candidate, *cached)
         with self._budget_lock:
-            if counted and self.budget_left() == 0:
+            if not recheck and self.budget_left() == 0:
                 raise BudgetSpent(f"the run's budget of {self.config.budget} evaluations is spent")
-            self._in_flight += counted  # the slot is taken now: concurrent evaluations cannot overshoot
+            self._in_flight += not recheck  # the slot is taken now: concurrent evaluations cannot overshoot
         try:
             self.store.add_candidate(self.run_id, candidate)
             evaluation = self._call("agent_test", candidate=candidate)
             self.store.add_evaluation(self.run_id, evaluation)
-            attempt = Attempt(candidate, evaluation)
-            with self._budget_lock:
-                self.history.append(attempt)
+            if key and evaluation.status in REUSABLE:
+                self.store.cache_verdict(key, self.run_id, evaluation)
+            self._record(Attempt(candidate, evaluation))
         finally:
             with self._budget_lock:
-                self._in_flight -= counted
+                self._in_flight -= not recheck
         self._fault_after_store()
+        return evaluation
+
+    def _verdict_key(self, candidate: Candidate) -> str | None:
+        with self._budget_lock:
+            if not self._fingerprint:
+                self._fingerprint.append(self.ctx.backend.judge_fingerprint(self.task, target=self.config.target))
+        fingerprint = self._fingerprint[0]
+        return verdict_key(fingerprint, candidate.code) if fingerprint else None
+
+    def _reuse(self, candidate: Candidate, origin: str, verdict: Evaluation) -> Evaluation:
+        """The verdict identical code got before, stored for ``candidate`` (not counted against the budget)."""
+        evaluation = attrs.evolve(verdict, candidate_id=candidate.id, reused_from=origin, created_at=time.time())
+        self.store.add_candidate(self.run_id, candidate)
+        self.store.add_evaluation(self.run_id, evaluation)
+        self._record(Attempt(candidate, evaluation))
+        return evaluation
+
+    def _record(self, attempt: Attempt) -> None:
+        with self._budget_lock:
+            self.history.append(attempt)
         for observer in self.observers:
             observer(attempt)
-        return evaluation
 
     def _fault_after_store(self) -> None:
         limit = os.environ.get(KILL_AFTER_EVALUATIONS_ENV)
@@ -317,7 +353,8 @@ class RunSession:
         best = chosen[0] if chosen else self.best()
         status = status or ("ok" if best else "no_valid_candidate")
         rechecks = sum(1 for a in self.history if is_recheck(a.candidate))
-        result = RunResult(self.run_id, self.task.id, status, best, self.spent(), message, rechecks)
+        reused = sum(1 for a in self.history if a.evaluation.reused_from)
+        result = RunResult(self.run_id, self.task.id, status, best, self.spent(), message, rechecks, reused)
         from .serialize import to_json
 
         self.store.set_run_status(self.run_id, status, to_json(result))

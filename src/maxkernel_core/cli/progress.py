@@ -65,7 +65,13 @@ def report_result(result, out_dir: Path, console: Console) -> int:
             f", {p.speedup:.2f}x the XLA reference ({same})" if p.speedup else "")
     click.echo(f"Best kernel: {out_dir / 'kernel.py'} ({result.best.evaluation.status.value}: "
                f"{result.best.evaluation.reason}{speed})")
-    click.echo(f"Report: {out_dir / 'report.html'} (and report.json); run {result.run_id} "
-               f"({result.evaluations} evaluations" + (f" and {result.rechecks} re-check of the best, not counted in "
-                                                     "--budget)" if result.rechecks else ")"))
+    click.echo(f"Report: {out_dir / 'report.html'} (and report.json); run {result.run_id} ({spent_line(result)})")
     return 0
+
+
+def spent_line(result) -> str:
+    """What the run spent: evaluations against --budget, and what was not counted (re-checks, reused verdicts)."""
+    plural = "s" if result.evaluations != 1 else ""
+    free = [f"{n} {what}" for n, what in ((result.rechecks, "re-check of the best"),
+                                           (result.reused, "verdicts of identical code reused")) if n]
+    return f"{result.evaluations} evaluation{plural}" + (f"; not counted in --budget: {', '.join(free)}" if free else "")

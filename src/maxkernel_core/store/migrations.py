@@ -172,3 +172,20 @@ def m003_benches(conn: sqlite3.Connection) -> None:
         )
         """,
     )
+
+
+@migration
+def m004_verdict_cache(conn: sqlite3.Connection) -> None:
+    """Verdicts by (judge fingerprint, program): identical code under the same judge is judged once."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE verdicts (
+            key TEXT PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            candidate_id TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            record_json TEXT NOT NULL
+        )
+        """,
+    )

@@ -27,6 +27,7 @@ from ..records import Candidate, Evaluation, RunConfig, SearchEdge, SearchNode, 
 from ..serialize import dumps, from_json, to_json
 from .benches import BenchRecords
 from .migrations import migrate
+from .verdicts import VerdictRecords
 
 DB_NAME = "runs.db"
 
@@ -52,7 +53,7 @@ class RunRow:
     result: dict[str, Any] | None
 
 
-class RunStore(BenchRecords):
+class RunStore(BenchRecords, VerdictRecords):
     """Read and append records of runs. Safe to share between threads of one process."""
 
     def __init__(self, path: Path | str) -> None:

@@ -66,6 +66,8 @@ class FakeBackend(Backend):
         self.judge = judge or self.default_judge
         self.verdicts: deque[Evaluation] = deque()
         self.evaluated: list[Candidate] = []
+        #: what :meth:`judge_fingerprint` returns (None: verdicts are never reused, as for a backend without one)
+        self.fingerprint: str | None = None
 
     @staticmethod
     def default_judge(task: Task, candidate: Candidate) -> Evaluation:
@@ -86,6 +88,9 @@ class FakeBackend(Backend):
         if str(ref) not in self.tasks:
             raise TaskError(f"no fake task {ref!r}")
         return self.tasks[str(ref)]
+
+    def judge_fingerprint(self, task: Task, *, target: str) -> str | None:
+        return None if self.fingerprint is None else f"{self.fingerprint}/{task.id}/{target}"
 
     def evaluate(self, task: Task, candidate: Candidate, *, target: str) -> Evaluation:
         self.evaluated.append(candidate)

@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from maxkernel_core import Candidate, Move, Provenance
+from maxkernel_core.verdict_cache import canonical_code
 
 from .tunables import constant_moves, declared_moves, tunables, with_values
 
 
 def session_key(code: str) -> str:
-    """Code compared as a search compares it: trailing spaces and surrounding blank lines ignored."""
-    return "\n".join(line.rstrip() for line in code.strip().splitlines())
+    """Code compared as the session compares it: the canonical program the judge runs."""
+    return canonical_code(code)
 
 
 def moves_from(session, candidate: Candidate) -> tuple[list[Move], bool]:

@@ -49,6 +49,13 @@ class TpuPallasBackend(Backend):
         """The cost model's VMEM need of the candidate's kernels, from one sandboxed trace (no compile)."""
         return self.evaluator.check_fit(task, candidate, target=check_target(target))
 
+    def judge_fingerprint(self, task: Task, *, target: str = DEFAULT_TARGET) -> str:
+        """Task files, target, ``[eval]`` settings, versions, judge source, cost-model parameters, machine."""
+        from .judge.fingerprint import judge_fingerprint
+        from .settings import eval_settings
+
+        return judge_fingerprint(task, check_target(target), eval_settings(self.settings))
+
     def knowledge(self, task: Task, *, target: str = DEFAULT_TARGET, budget_chars: int = 12000) -> str:
         from .knowledge import knowledge_pack
 

@@ -1,0 +1,73 @@
+"""What a verdict of this judge depends on besides the candidate's code, as one string.
+
+The core reuses a verdict for identical code only under an equal fingerprint
+(:meth:`maxkernel_core.interfaces.Backend.judge_fingerprint`), so everything that could
+change a verdict or its estimate is in it: the task's files and record, the target,
+the ``[eval]`` settings, the versions of jax, jaxlib and libtpu, this package's own
+source (an edited judge in an editable install is a different judge), the cost
+model's parameters for the target (shipped or a user calibration) and the machine
+(a TPU host measures where another estimates).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata
+import json
+import platform
+from pathlib import Path
+
+from maxkernel_core import Task
+from maxkernel_core.serialize import to_json
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+VERSIONED = ("jax", "jaxlib", "libtpu", "maxkernel")
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
+
+
+def _files_digest(paths: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        digest.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+@functools.cache
+def judge_source_digest() -> str:
+    """This package's source and shipped data (chip parameters, calibration sets): one digest per process."""
+    return _files_digest([p for p in PACKAGE_DIR.rglob("*") if p.is_file() and p.suffix in (".py", ".toml", ".json")])
+
+
+def task_digest(task: Task) -> str:
+    """The task's record and every file of its folder (or its one module)."""
+    root = Path(task.path)
+    files = [p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts] if root.is_dir() else [root]
+    record = json.dumps(to_json(task), sort_keys=True, default=str)
+    return hashlib.sha256(record.encode() + _files_digest([p for p in files if p.exists()]).encode()).hexdigest()
+
+
+def calibration_digest(target: str) -> str:
+    from ..profiling.user_calibration import calibration_path
+
+    path = calibration_path(target)
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "shipped"
+
+
+def judge_fingerprint(task: Task, target: str, eval_settings) -> str:
+    parts = {
+        "task": task_digest(task),
+        "target": target,
+        "eval": repr(eval_settings),
+        "versions": {dist: _version(dist) for dist in VERSIONED},
+        "judge": judge_source_digest(),
+        "calibration": calibration_digest(target),
+        "machine": platform.node(),
+    }
+    return json.dumps(parts, sort_keys=True)
