@@ -273,3 +273,17 @@ def test_a_grid_axis_sized_at_run_time_is_charged_the_trips_of_the_reference_wor
     from maxkernel_tpu_pallas.profiling.costmodel import resolve_dynamic_grid
 
     assert "lower bound" in resolve_dynamic_grid(desc, None)["dynamic_note"]
+
+
+def test_the_roofline_ideal_is_at_the_precision_the_task_needs():
+    """An f32 GEMM computed in more bf16 passes than its tolerance needs is not "at roofline" (roofline_stop
+    would stop a search 3x off XLA): the ideal counts f32 matmuls at the passes the task needs."""
+    (k,) = describe(matmul(512, 512, 512), sds((4096, 4096), jnp.float32), sds((4096, 4096), jnp.float32))
+    chip = chip_figures("v6e")
+    own = estimate([k], chip, "v6e")
+    needed_one = estimate([k], chip, "v6e", ideal_f32_passes=1)
+    needed_six = estimate([k], chip, "v6e", ideal_f32_passes=6)
+    passes = shipped_params("v6e").f32_passes  # Mosaic's default f32 dot, as fitted
+    assert own.seconds == needed_one.seconds == needed_six.seconds  # the kernel's time does not change
+    assert needed_one.roofline_fraction == pytest.approx(own.roofline_fraction / passes, rel=1e-6)
+    assert needed_six.roofline_fraction == pytest.approx(min(1.0, own.roofline_fraction * 6 / passes), rel=1e-6)

@@ -74,6 +74,12 @@ class ReferenceData:
         return self._memo["xla"]
 
     @property
+    def needed_passes(self) -> float | None:
+        """bf16 passes an f32 matmul needs to pass the task's check (1, 3 or 6); None when not decided."""
+        precision = (self.xla or {}).get("precision") or {}
+        return float(precision["passes"]) if "passes" in precision else None
+
+    @property
     def xla_seconds(self) -> float | None:
         """The estimated time of the XLA reference (an estimate, like the cost model's of a candidate)."""
         est = self.xla_estimate
@@ -158,7 +164,7 @@ class Evaluator:
         if traced.status != "done" or described is None or "error" in described[0] or not described[0]["kernels"]:
             return None
         est = cost_estimate(described[0]["kernels"], described[0]["chip"], target,
-                            reference_flops=ref.program_work[0].get("glue_flops"))
+                            reference_flops=ref.program_work[0].get("glue_flops"), ideal_f32_passes=ref.needed_passes)
         worst = max(est.kernels, key=lambda k: k.vmem_bytes / max(k.vmem_limit_bytes, 1))
         fits = fits_vmem(est)
         reason = (f"{worst.name}'s blocks need {worst.vmem_bytes / 2**20:.1f} MiB of VMEM, "

@@ -211,8 +211,12 @@ def _operands(desc: dict[str, Any], steps: int) -> tuple[list[OperandCost], int,
     return operands, vmem, fill
 
 
-def _mxu(desc: dict[str, Any], steps: int, chip: dict[str, Any], params) -> dict[str, Any]:
-    """MXU time and FLOPs of the body's dots over every step, each weighted by the share of steps that run it."""
+def _mxu(desc: dict[str, Any], steps: int, chip: dict[str, Any], params,
+         ideal_f32_passes: float | None = None) -> dict[str, Any]:
+    """MXU time and FLOPs of the body's dots over every step, each weighted by the share of steps that run it.
+
+    The ideal counts an f32 dot at ``ideal_f32_passes`` (what the task's tolerance needs) when given, so a
+    kernel that computes at a higher precision than needed is not "at roofline"; else at its own passes."""
     out = {"flops": 0.0, "padded": 0.0, "seconds": 0.0, "ideal": 0.0, "dots": []}
     for dot in desc["body"]["dots"]:
         times = steps * float(dot.get("runs", dot["count"])) * dot["batch"]
@@ -223,7 +227,8 @@ def _mxu(desc: dict[str, Any], steps: int, chip: dict[str, Any], params) -> dict
         out["flops"] += real
         out["padded"] += padded
         out["seconds"] += padded * passes / rate
-        out["ideal"] += real * passes / (rate / params.mxu_efficiency)
+        needed = ideal_f32_passes if ideal_f32_passes and dot["dtype"] == "float32" else passes
+        out["ideal"] += real * needed / (rate / params.mxu_efficiency)
         out["dots"].append({**dot, "padding_waste": 1 - real / padded if padded else 0.0})
     return out
 
@@ -235,10 +240,11 @@ def _cores_used(desc: dict[str, Any], chip: dict[str, Any]) -> int:
     return min(cores, parallel) if cores > 1 else 1
 
 
-def kernel_cost(desc: dict[str, Any], chip: dict[str, Any], params: ModelParams) -> KernelCost:
+def kernel_cost(desc: dict[str, Any], chip: dict[str, Any], params: ModelParams,
+                ideal_f32_passes: float | None = None) -> KernelCost:
     steps = int(desc["steps"]) * int(desc.get("repeat", 1))
     operands, vmem, fill = _operands(desc, steps)
-    mxu = _mxu(desc, steps, chip, params)
+    mxu = _mxu(desc, steps, chip, params, ideal_f32_passes)
     body = desc["body"]
     vpu_s = _runs(body, "elementwise") * steps / vpu_rate(chip, params)
     eup_s = _runs(body, "transcendental") * steps / eup_rate(chip, params)
@@ -263,11 +269,13 @@ def kernel_cost(desc: dict[str, Any], chip: dict[str, Any], params: ModelParams)
 
 
 def estimate(kernels: list[dict[str, Any]], chip: dict[str, Any], target: str,
-             reference_flops: float | None = None, params: ModelParams | None = None) -> CostEstimate:
+             reference_flops: float | None = None, params: ModelParams | None = None,
+             ideal_f32_passes: float | None = None) -> CostEstimate:
     """The model on kernel descriptions; ``reference_flops`` (the reference's matmul FLOPs) sizes a grid axis
-    that is data-dependent; ``params`` default to the ones in force for ``target`` on this machine."""
+    that is data-dependent; ``params`` default to the ones in force for ``target`` on this machine;
+    ``ideal_f32_passes`` is the precision the task needs, at which the roofline's ideal counts f32 matmuls."""
     params = params or model_params(target)
-    costs = [kernel_cost(resolve_dynamic_grid(k, reference_flops), chip, params) for k in kernels]
+    costs = [kernel_cost(resolve_dynamic_grid(k, reference_flops), chip, params, ideal_f32_passes) for k in kernels]
     flops = sum(k.flops for k in costs)
     hbm = sum(k.hbm_bytes for k in costs)
     # The roofline's floor: every array crosses HBM once, every FLOP at peak.
