@@ -43,6 +43,8 @@ class RunSettings:
     target: str = _RUN_DEFAULTS["target"]
     budget: int | None = _RUN_DEFAULTS["budget"]
     seed: int = _RUN_DEFAULTS["seed"]
+    #: the tuned-config table: use (start from a match), refresh (search anew and keep the best), off
+    tuned: str = _RUN_DEFAULTS["tuned"]
     out: str = "maxkernel-out"
 
 

@@ -84,6 +84,17 @@ class Backend(abc.ABC):
         """
         return None
 
+    def tuning_key(self, task: Task, *, target: str) -> dict[str, str] | None:
+        """What identifies ``task``'s operator for the tuned-config table, as short strings: e.g. the
+        reference's program fingerprint (``signature``), its input ``shapes`` and dtypes, the ``target`` and
+        the compiler ``versions``. Tasks with equal keys share a tuned kernel; None: nothing is kept."""
+        return None
+
+    def tuning_versions(self) -> str | None:
+        """The ``versions`` this installation puts in its tuning keys (``maxkernel tuned check`` compares a
+        shipped table's entries with it); None: this backend keeps no versions."""
+        return None
+
     def knowledge(self, task: Task, *, target: str, budget_chars: int) -> str:
         """Backend rules and chip facts for prompts, at most ``budget_chars`` long."""
         return ""

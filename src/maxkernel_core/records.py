@@ -331,6 +331,9 @@ class RunConfig:
     options: dict[str, Any] = field(factory=dict)
     #: debugger attempts per failed candidate (``llm.debug_attempts``)
     debug_attempts: int = 6
+    #: the tuned-config table: "use" (start from a matching entry, keep a new best), "refresh" (search anew,
+    #: keep the best), "off" (neither read nor write)
+    tuned: str = "use"
 
 
 @record
@@ -340,3 +343,27 @@ class Attempt:
 
     candidate: Candidate
     evaluation: Evaluation
+
+
+@record
+@frozen
+class TunedConfig:
+    """A verified best kernel kept for every later task with the same key (operator, shapes, chip, versions).
+
+    ``key`` is the backend's (:meth:`~maxkernel_core.interfaces.Backend.tuning_key`): e.g. the reference's
+    jaxpr fingerprint, its input shapes and dtypes, the target and the compiler versions. A key that differs
+    in anything, a jax version included, is a miss.
+    """
+
+    key: dict[str, str]
+    task_id: str
+    code: str
+    parameters: dict[str, Any] = field(factory=dict)
+    seconds: float | None = None
+    #: whether ``seconds`` is the cost model's estimate (else measured on the device)
+    estimated: bool = True
+    speedup: float | None = None
+    run_id: str = ""
+    candidate_id: str = ""
+    strategy: str = ""
+    created_at: float = field(factory=_now)

@@ -26,6 +26,7 @@ from .records import RunConfig
 from .serialize import to_json
 from .session import RunResult, RunSession
 from .store import RunStore
+from .tuned import check_mode, keep_best, start_from_table
 
 
 def task_search_paths(settings: Settings, pm, backend) -> tuple[Path, ...]:
@@ -43,7 +44,8 @@ def run_config(settings: Settings, task_id: str) -> RunConfig:
     """The one record of what a run was asked to do, built once from the resolved settings."""
     run = settings.run
     return RunConfig(task_id, run.strategy, run.provider, run.model, run.backend, run.target, run.budget, run.seed,
-                     dict(settings.strategy.get(run.strategy, {})), settings.llm.debug_attempts)
+                     dict(settings.strategy.get(run.strategy, {})), settings.llm.debug_attempts,
+                     check_mode(run.tuned))
 
 
 def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, resume: str | None = None,
@@ -72,7 +74,7 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
     store = RunStore.open(settings.store.home)
     if resume:
         stored = store.get_run(resume).config
-        for key in ("strategy", "provider", "model", "backend", "target", "budget", "seed"):
+        for key in ("strategy", "provider", "model", "backend", "target", "budget", "seed", "tuned"):
             setattr(settings.run, key, getattr(stored, key))
     strategy_cls = pm.registries.get("strategy", settings.run.strategy).cls
     llms = resolve_role_llms(pm.registries, settings)  # missing keys fail here, before any work
@@ -96,9 +98,10 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
             on_start(session.run_id)
         try:
             try:
-                result = strategy.run(session)
+                result = start_from_table(session) or strategy.run(session)
             except BudgetSpent as spent:  # a strategy that did not watch the budget: the run ends here
                 result = session.finish(message=str(spent))
+            keep_best(session, result)
         except KeyboardInterrupt:
             store.set_run_status(session.run_id, "interrupted")
             raise

@@ -254,18 +254,18 @@ class RunSession:
             lineage.append(Attempt(candidate, evaluation))
         return lineage[-1]
 
-    def evaluate(self, candidate: Candidate) -> Evaluation:
+    def evaluate(self, candidate: Candidate, fresh: bool = False) -> Evaluation:
         """Store the candidate, judge it (tester role), store the verdict, then return it.
 
         The candidate's code is judged in canonical form (:func:`~maxkernel_core.verdict_cache.canonical_code`).
         Code judged before under the same judge (in this run, or in any run on the store) gets that verdict
-        again, marked ``reused_from`` and not counted; a re-check is always judged anew. The budget is a
+        again, marked ``reused_from`` and not counted; a re-check, or ``fresh``, is always judged anew. The budget is a
         hard limit: past it a strategy gets :class:`BudgetSpent` (re-checks and reused verdicts excepted).
         """
         candidate = attrs.evolve(candidate, code=canonical_code(candidate.code))
         recheck = is_recheck(candidate)
         key = None if recheck else self._verdict_key(candidate)
-        cached = self.store.cached_verdict(key) if key else None
+        cached = self.store.cached_verdict(key) if key and not fresh else None
         if cached is not None:
             return self._reuse(candidate, *cached)
         with self._budget_lock:
@@ -284,6 +284,12 @@ class RunSession:
                 self._in_flight -= not recheck
         self._fault_after_store()
         return evaluation
+
+    def tuning_key(self) -> dict[str, str] | None:
+        """The task's key in the tuned-config table (the backend's), computed once per run."""
+        if not hasattr(self, "_tuning_key"):
+            self._tuning_key = self.ctx.backend.tuning_key(self.task, target=self.config.target)
+        return self._tuning_key
 
     def _verdict_key(self, candidate: Candidate) -> str | None:
         with self._budget_lock:

@@ -29,12 +29,14 @@ from .group import cli
               help="Judge ready kernels (ID.py or ID/kernel.py per task) instead of running a strategy.")
 @click.option("--jobs", type=int, default=1, show_default=True, help="Tasks in flight at once.")
 @click.option("--resume", metavar="BENCH_ID", help="Continue a stopped or killed bench.")
+@click.option("--tuned", type=click.Choice(["use", "refresh", "off"]),
+              help="The tuned-config table for each task's run: use, refresh (search anew), off (default run.tuned).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("maxkernel-bench"),
               show_default=True, help="Output folder: results.json/.csv, report.md, report.html, tasks/ID/.")
 @executor_options
 @click.pass_context
-def bench_cmd(ctx, suite, pattern, strategy, provider, model, target, budget, seed, kernels, jobs, resume, out,
-              executor, ray_address) -> int:
+def bench_cmd(ctx, suite, pattern, strategy, provider, model, target, budget, seed, kernels, jobs, resume, tuned,
+              out, executor, ray_address) -> int:
     """Run every task of a suite and report compile/correctness rates, speedups and fast_p."""
     from ..bench import BenchConfig, run_bench
 
@@ -42,7 +44,7 @@ def bench_cmd(ctx, suite, pattern, strategy, provider, model, target, budget, se
     override_executor(app, executor, ray_address)  # not part of the bench's config: a resume may move hosts
     console = Console(stderr=True)
     config = BenchConfig(suite, pattern, strategy, provider, model, target, budget, seed,
-                         str(kernels.resolve()) if kernels else None, jobs)
+                         str(kernels.resolve()) if kernels else None, jobs, tuned)
     state = {"bench": resume}
     progress = Progress(TextColumn("[bold]bench[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, transient=False)

@@ -227,8 +227,11 @@ def providers_cmd(as_json: bool) -> None:
 @click.option("--seed", type=int)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Output folder (default run.out).")
 @click.option("--resume", "resume", metavar="RUN_ID", help="Continue a stopped or killed run.")
+@click.option("--tuned", type=click.Choice(["use", "refresh", "off"]),
+              help="The tuned-config table: use (start from a matching entry), refresh (search anew), off.")
 @executor_options
-def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resume, executor, ray_address) -> int:
+def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resume, tuned, executor,
+            ray_address) -> int:
     """Optimize a kernel for TASK; writes kernel.py and report.json to --out."""
     from rich.live import Live
 
@@ -237,7 +240,8 @@ def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resu
     app = _app()
     app.override(run__strategy=(strategy, "--strategy"), run__provider=(provider, "--provider"),
                  run__model=(model, "--model"), run__target=(target, "--target"), run__budget=(budget, "--budget"),
-                 run__seed=(seed, "--seed"), run__out=(str(out) if out else None, "--out"))
+                 run__seed=(seed, "--seed"), run__out=(str(out) if out else None, "--out"),
+                 run__tuned=(tuned, "--tuned"))
     override_executor(app, executor, ray_address)
     settings = app.settings
     console = Console(stderr=True)

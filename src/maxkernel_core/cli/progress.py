@@ -55,6 +55,8 @@ def report_result(result, out_dir: Path, console: Console) -> int:
                       f"(run {result.run_id}; `maxkernel runs show {result.run_id}` lists the verdicts). "
                       f"The reference is not a result. Report: {out_dir / 'report.json'}")
         return 1
+    if result.best.candidate.provenance.role == "tuned":
+        click.echo(f"Tuned table: {result.message}")
     p = result.best.evaluation.profile
     speed = ""
     if p and p.seconds:

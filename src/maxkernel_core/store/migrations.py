@@ -189,3 +189,18 @@ def m004_verdict_cache(conn: sqlite3.Connection) -> None:
         )
         """,
     )
+
+
+@migration
+def m005_tuned_configs(conn: sqlite3.Connection) -> None:
+    """The tuned-config table: the best verified kernel per operator key (``maxkernel tuned``)."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE tuned_configs (
+            key TEXT PRIMARY KEY,
+            updated_at REAL NOT NULL,
+            record_json TEXT NOT NULL
+        )
+        """,
+    )

@@ -27,6 +27,7 @@ from ..records import Candidate, Evaluation, RunConfig, SearchEdge, SearchNode, 
 from ..serialize import dumps, from_json, to_json
 from .benches import BenchRecords
 from .migrations import migrate
+from .tuned import TunedRecords
 from .verdicts import VerdictRecords
 
 DB_NAME = "runs.db"
@@ -53,7 +54,7 @@ class RunRow:
     result: dict[str, Any] | None
 
 
-class RunStore(BenchRecords, VerdictRecords):
+class RunStore(BenchRecords, VerdictRecords, TunedRecords):
     """Read and append records of runs. Safe to share between threads of one process."""
 
     def __init__(self, path: Path | str) -> None:

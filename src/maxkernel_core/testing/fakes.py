@@ -68,6 +68,8 @@ class FakeBackend(Backend):
         self.evaluated: list[Candidate] = []
         #: what :meth:`judge_fingerprint` returns (None: verdicts are never reused, as for a backend without one)
         self.fingerprint: str | None = None
+        #: what :meth:`tuning_key` returns with the task and target added (None: nothing is kept)
+        self.tuning: dict[str, str] | None = None
 
     @staticmethod
     def default_judge(task: Task, candidate: Candidate) -> Evaluation:
@@ -91,6 +93,12 @@ class FakeBackend(Backend):
 
     def judge_fingerprint(self, task: Task, *, target: str) -> str | None:
         return None if self.fingerprint is None else f"{self.fingerprint}/{task.id}/{target}"
+
+    def tuning_key(self, task: Task, *, target: str) -> dict[str, str] | None:
+        return None if self.tuning is None else {**self.tuning, "task": task.id, "target": target}
+
+    def tuning_versions(self) -> str | None:
+        return None if self.tuning is None else self.tuning.get("versions")
 
     def evaluate(self, task: Task, candidate: Candidate, *, target: str) -> Evaluation:
         self.evaluated.append(candidate)

@@ -56,6 +56,23 @@ class TpuPallasBackend(Backend):
 
         return judge_fingerprint(task, check_target(target), eval_settings(self.settings))
 
+    def tuning_key(self, task: Task, *, target: str = DEFAULT_TARGET) -> dict[str, str] | None:
+        """The reference's full-size program fingerprint, its input shapes and dtypes, the chip, jax/libtpu."""
+        from .judge.fingerprint import compiler_versions
+
+        target = check_target(target)
+        ref = self.evaluator.reference(task, target)
+        if not ref.signature:
+            return None
+        shapes = " ".join(f"{s['dtype']}[{','.join(map(str, s['shape']))}]" for s in ref.full_shapes)
+        return {"backend": self.name, "signature": ref.signature, "shapes": shapes, "target": target,
+                "versions": compiler_versions()}
+
+    def tuning_versions(self) -> str:
+        from .judge.fingerprint import compiler_versions
+
+        return compiler_versions()
+
     def knowledge(self, task: Task, *, target: str = DEFAULT_TARGET, budget_chars: int = 12000) -> str:
         from .knowledge import knowledge_pack
 

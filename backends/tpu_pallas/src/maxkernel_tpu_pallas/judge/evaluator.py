@@ -58,6 +58,8 @@ class ReferenceData:
     check_sizes: list[dict[str, Any]] = []  # the distinct shapes of the sets: what the tracer traces
 
     target: str = "v5e"
+    #: the reference's full-size program fingerprint (the tuned table's key)
+    signature: str = ""
     _memo: dict[str, Any] = field(factory=dict, eq=False, repr=False)
 
     @property
@@ -137,7 +139,7 @@ class Evaluator:
         data = ReferenceData(header["full_shapes"], header["static_full"], header["work"], header.get("flops"),
                              sets, inputs, outputs, header.get("platform", "cpu"), header.get("note", ""),
                              timing[0] if timing else None, timing[1] if timing else None, header.get("xla"),
-                             header["program_work"], header["check_sizes"], target)
+                             header["program_work"], header["check_sizes"], target, header.get("signature", ""))
         with self._lock:
             self._references[key] = data
         return data

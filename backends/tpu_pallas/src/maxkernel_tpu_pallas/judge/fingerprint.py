@@ -32,6 +32,11 @@ def _version(dist: str) -> str:
         return "absent"
 
 
+def compiler_versions() -> str:
+    """jax, jaxlib and libtpu as installed: a tuned kernel is kept per these (another version is a miss)."""
+    return ", ".join(f"{dist} {_version(dist)}" for dist in ("jax", "jaxlib", "libtpu"))
+
+
 def _files_digest(paths: list[Path]) -> str:
     digest = hashlib.sha256()
     for path in sorted(paths):

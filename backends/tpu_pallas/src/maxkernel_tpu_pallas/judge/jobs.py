@@ -10,6 +10,7 @@ The candidate's jobs are ``trace_job.py`` (its sandbox) and ``check_job.py``
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 from collections.abc import Callable
@@ -123,6 +124,8 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
     emit({
         "type": "reference",
         "full_shapes": [{"shape": list(s.shape), "dtype": s.dtype.name} for s in shapes],
+        # the operator's fingerprint (its full-size program, shapes and dtypes in it): the tuned table's key
+        "signature": hashlib.sha256(str(traced_full.jaxpr).encode()).hexdigest()[:32],
         "static_full": task_inputs.encode_static(static_full),
         "work": work,
         "program_work": works,
