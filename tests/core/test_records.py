@@ -7,7 +7,7 @@ from maxkernel_core.errors import StoreError
 from maxkernel_core.interfaces import LLMMessage, LLMRequest, LLMResponse
 from maxkernel_core.records import (
     Attempt, Candidate, CheckResult, CompileError, Decline, EvalStatus, Evaluation, Fit, Move, Parameter,
-    ParameterSpace, Plan, Profile, Provenance, RunConfig, SearchEdge, SearchNode, Task, TestReport,
+    ParameterSpace, Plan, Profile, Provenance, RunConfig, SearchEdge, SearchNode, Task, TestReport, TunedConfig,
 )
 from maxkernel_core.serialize import from_json, to_json
 from maxkernel_core.session import RunResult
@@ -36,6 +36,8 @@ SAMPLES = [
     LLMMessage("user", "hi"), LLMRequest((LLMMessage("system", "s"), LLMMessage("user", "u")), "m", 0.2, 100, "plan"),
     LLMResponse("text", "m", 3, 4, 0.01, 0.5, "stop"),
     RunResult("run-1", "t1", "ok", Attempt(CAND, EVAL), 3, ""),
+    TunedConfig({"signature": "abc", "target": "v5e"}, "t1", "x = 1\n", {"BLOCK_M": 256}, 1e-6, True, 1.5,
+                "run-1", CAND.id, "graph"),
 ]
 
 
