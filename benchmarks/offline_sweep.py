@@ -29,7 +29,10 @@ def main() -> None:
     # --budget 0 gives auto its own (5 iterations + autotune).
     parser.add_argument("--budget", type=int, default=2, help="evaluations per task; 0: the strategy's own")
     parser.add_argument("--target", default="v5e")
+    parser.add_argument("--strategy", default="auto", help="auto (the sweep's own), graph, ...")
     parser.add_argument("--out", type=Path, default=Path("maxkernel-bench-offline"))
+    parser.add_argument("--home", type=Path, help="a store to keep (default: a throwaway one); a second sweep on it "
+                                                  "reuses every verdict of unchanged code, so its wall time is not the target's")
     args = parser.parse_args()
 
     from maxkernel_core.bench import BenchConfig, run_bench
@@ -38,10 +41,11 @@ def main() -> None:
     from maxkernel_core.plugins import get_plugin_manager
 
     settings = Settings()
-    settings.store.home = tempfile.mkdtemp(prefix="maxkernel-sweep-")
+    settings.store.home = str(args.home) if args.home else tempfile.mkdtemp(prefix="maxkernel-sweep-")
     pm = get_plugin_manager()
-    config = BenchConfig(args.suite, args.tasks, "auto", "offline", None, args.target, args.budget or None, 0, None,
-                         args.jobs)
+    # The tuned-config table is off: every task is searched, none starts from an earlier sweep's kernel.
+    config = BenchConfig(args.suite, args.tasks, args.strategy, "offline", None, args.target, args.budget or None, 0,
+                         None, args.jobs, "off")
     t0 = time.monotonic()
 
     def progress(event, ref, result):

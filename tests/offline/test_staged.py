@@ -74,6 +74,40 @@ def test_convolutions_lower_to_the_matmul_kernel_exactly(interpret, lhs, rhs, kw
     _close(got, want)
 
 
+DIRECT = [  # 2-D stride-1 convolutions the direct kernel takes (no im2col): widths on and off the sublane tile
+    ((2, 10, 16, 32), (3, 3, 32, 8), dict(window_strides=(1, 1), padding="VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+    ((2, 16, 9, 11), (24, 16, 3, 2), dict(window_strides=(1, 1), padding="SAME")),  # NCHW/OIHW, width 12 -> 16
+]
+
+
+@pytest.mark.parametrize("lhs, rhs, kwargs", DIRECT, ids=["nhwc-valid", "nchw-same-ragged-width"])
+def test_direct_convolutions_are_exact_and_never_build_patches(interpret, monkeypatch, lhs, rhs, kwargs):
+    def no_patches(*args, **kwargs):
+        raise AssertionError("im2col was used for a convolution the direct kernel takes")
+
+    monkeypatch.setattr(staged_runtime, "_im2col_conv", no_patches)
+    monkeypatch.setattr(staged_runtime, "DIRECT_ACC_BYTES", 4 * 16 * 128 * 4)  # several row blocks per image
+    kx, kw = jax.random.split(jax.random.key(1))
+    x, w = jax.random.normal(kx, lhs), jax.random.normal(kw, rhs)
+
+    def conv(x, w):
+        return lax.conv_general_dilated(x, w, **kwargs)
+
+    with jax.default_matmul_precision("highest"):
+        want = conv(x, w)
+        got = jax.jit(staged_runtime._with_kernels(conv, 2))(x, w)
+    assert got.shape == want.shape
+    _close(got, want)
+
+
+def test_few_channels_or_a_huge_image_go_through_im2col():
+    def fits(shape, dtype=jnp.bfloat16):
+        return staged_runtime._direct_conv_fits(jnp.zeros(shape, dtype), None)
+
+    assert fits((128, 130, 130, 64)) and not fits((128, 258, 258, 8))  # JaxBench 18k and 39k
+    assert not fits((1, 1024, 1024, 128))  # 256 MiB of image: over the VMEM budget
+
+
 @pytest.mark.parametrize("spec, lhs, rhs", [
     ("bqhd,bkhd->bhqk", (2, 24, 3, 8), (2, 40, 3, 8)),
     ("ijk,kjl->il", (20, 3, 136), (136, 3, 130)),

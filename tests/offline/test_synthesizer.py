@@ -21,6 +21,8 @@ from maxkernel_tpu_offline.space import legal_block
 
 from ..tpu_pallas.conftest import TASKS
 
+OFFLINE_TASKS = Path(__file__).parent / "tasks"
+
 
 def offline_session(tmp_path, task_path, target="v5e"):
     settings = Settings()
@@ -48,6 +50,25 @@ def test_template_writes_a_kernel_that_passes_the_cascade(tmp_path, task_name, t
         verdict = session.evaluate(candidate)
         assert verdict.status is EvalStatus.OK, verdict.reason
         assert verdict.details["compile"]["device_kind"].startswith(f"TPU v{target[1]}")
+    finally:
+        backend.close()
+
+
+@pytest.mark.slow
+def test_a_linear_layer_weight_is_read_in_place_not_transposed(tmp_path):
+    """x @ W.T (PyTorch's layout): the matmul template reads W's (N, K) blocks and contracts their last dim
+    on the MXU, so no transpose of W runs outside the kernel; it passes the cascade with its softmax fused."""
+    session, backend = offline_session(tmp_path, OFFLINE_TASKS / "linear_softmax", "v6e")
+    try:
+        plan = session.plan()
+        assert plan.decisions["template"] == "matmul_epilogue", plan.decisions
+        candidate = session.implement(plan)
+        assert "pl.BlockSpec((bn, bk), lambda i, j, kk: (j, kk))" in candidate.code
+        assert "(((1,), (1,)), ((), ()))" in candidate.code and ".T" not in candidate.code
+        verdict = session.evaluate(candidate)
+        assert verdict.status is EvalStatus.OK, verdict.reason
+        glue = verdict.details["cost_model"]["glue_ops"]
+        assert not any(op["opcode"] in ("transpose", "copy") for op in glue), glue
     finally:
         backend.close()
 

@@ -31,12 +31,15 @@ from .group import cli
 @click.option("--resume", metavar="BENCH_ID", help="Continue a stopped or killed bench.")
 @click.option("--tuned", type=click.Choice(["use", "refresh", "off"]),
               help="The tuned-config table for each task's run: use, refresh (search anew), off (default run.tuned).")
+@click.option("--compare", metavar="KEY=V1,V2",
+              help="Run the suite once per value (strategy, provider, model, target, budget, seed, tuned) and "
+                   "write one side-by-side report (compare.md/.html/.json), e.g. strategy=auto,graph.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("maxkernel-bench"),
               show_default=True, help="Output folder: results.json/.csv, report.md, report.html, tasks/ID/.")
 @executor_options
 @click.pass_context
 def bench_cmd(ctx, suite, pattern, strategy, provider, model, target, budget, seed, kernels, jobs, resume, tuned,
-              out, executor, ray_address) -> int:
+              out, executor, ray_address, compare=None) -> int:
     """Run every task of a suite and report compile/correctness rates, speedups and fast_p."""
     from ..bench import BenchConfig, run_bench
 
@@ -64,11 +67,14 @@ def bench_cmd(ctx, suite, pattern, strategy, provider, model, target, budget, se
         progress.advance(bar)
 
     def on_tasks(refs) -> None:  # the bar appears once the suite is known to be good
-        progress.update(bar, total=len(refs), description="running")
+        progress.reset(bar, total=len(refs), description="running")  # a comparison: once per arm
         progress.start()
 
     try:
         try:
+            if compare:
+                return _compare(app, config, compare, resume, out, dict(progress=on_task, on_start=started,
+                                                                          on_tasks=on_tasks))
             result = run_bench(app.settings, app.pm, None if resume else config, resume=resume, out=out,
                                progress=on_task, on_start=started, on_tasks=on_tasks)
         finally:
@@ -78,6 +84,21 @@ def bench_cmd(ctx, suite, pattern, strategy, provider, model, target, budget, se
                       f"maxkernel bench --resume {state['bench'] or 'BENCH_ID'} --out {out}")
         os._exit(130)  # task threads may still be inside a run; their results are stored as they finish
     _print_summary(console, result)
+    return 0
+
+
+def _compare(app, config, compare: str, resume, out: Path, callbacks) -> int:
+    from ..bench.compare import parse_compare, run_compare
+    from ..errors import ConfigError
+
+    if resume or config.kernels:
+        raise ConfigError("--compare runs a strategy per value: drop --resume (run the same command again to "
+                          "continue, every verdict made is reused) and --kernels")
+    key, values = parse_compare(compare)
+    document = run_compare(app.settings, app.pm, config, key, values, out, **callbacks)
+    click.echo((out / "compare.md").read_text())
+    click.echo(f"Comparison: {out / 'compare.html'} (and compare.md, compare.json); wins: "
+               + ", ".join(f"{arm} {n}" for arm, n in document["wins"].items()))
     return 0
 
 

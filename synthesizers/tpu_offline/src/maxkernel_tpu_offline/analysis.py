@@ -109,6 +109,10 @@ class Analysis:
     why: str = ""
     attention: Any = None  # attention.AttentionSpec for the attention template
     staged: Any = None  # staged.StagedSpec for the staged template
+    #: matmul_epilogue: the program input the kernel reads as the weight, and whether it is (N, K) (x @ W.T,
+    #: PyTorch's Linear layout), contracted on its last dim by the MXU instead of transposed in HBM first
+    rhs: str = ""
+    rhs_transposed: bool = False
 
     @property
     def output(self) -> str:
@@ -181,24 +185,42 @@ def _specific(program: Program) -> Analysis:
     return _matmul(program, dots[0])
 
 
+def _weight_layout(program: Program, dot: Eqn, before: list[Eqn]) -> tuple[str, bool, list[Eqn]]:
+    """(the program input read as the weight, whether it is (N, K), the equations left before the matmul).
+
+    ``x @ W.T`` traces as a transpose of W then a plain matmul: the transpose is folded into the kernel
+    (its block index swaps, the MXU contracts W's last dim), so W is never rewritten in HBM."""
+    (_, rc), _ = dot.params["dimension_numbers"]
+    rhs = dot.inputs[1]
+    if tuple(rc) == (1,):
+        return rhs, True, before
+    producer = next((e for e in before if rhs in e.outputs), None)
+    if (producer is not None and producer.prim == "transpose" and tuple(producer.params["permutation"]) == (1, 0)
+            and producer.inputs[0] in program.inputs):
+        return producer.inputs[0], True, [e for e in before if e is not producer]
+    return rhs, False, before
+
+
 def _matmul(program: Program, dot: Eqn) -> Analysis:
     (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
-    lhs, rhs = dot.inputs
+    lhs = dot.inputs[0]
     if lb or rb:
         raise Declined("a batched matmul (the template handles one (M, K) @ (K, N))")
+    index = program.eqns.index(dot)
+    rhs, transposed, before = _weight_layout(program, dot, program.eqns[:index])
     if lhs not in program.inputs or rhs not in program.inputs:
         raise Declined("the matmul's operands are computed first (a prologue before the matmul is not fused yet)")
-    ls, rs = program.shapes[lhs], program.shapes[rhs]
-    if len(ls) != 2 or len(rs) != 2 or tuple(lc) != (1,) or tuple(rc) != (0,):
+    ls, rs = program.shapes[lhs], program.shapes[dot.inputs[1]]
+    if len(ls) != 2 or len(rs) != 2 or tuple(lc) != (1,) or tuple(rc) not in ((0,), (1,)):
         raise Declined(f"matmul of {ls} and {rs} with contraction {lc}/{rc} is not a plain (M, K) @ (K, N)")
-    m, n = ls[0], rs[1]
-    index = program.eqns.index(dot)
-    before = program.eqns[:index]
+    m, n = ls[0], (rs[0] if tuple(rc) == (1,) else rs[1])
     if before:
         raise Declined(f"{before[0].prim} runs before the matmul (a prologue is not fused yet)")
     seeds = {name: _kind(program.shapes[name], m, n) for name in program.inputs if name not in (lhs, rhs)}
     seeds[dot.outputs[0]] = "row"
     plan = classify_rows(program, program.eqns[index + 1:], seeds, m, n)
-    why = (f"one matmul ({m}x{ls[1]} @ {ls[1]}x{n}) followed by {len(program.eqns) - index - 1} elementwise or "
-           f"row ops, fused as the epilogue at the last K step")
-    return Analysis("matmul_epilogue", program, m, n, plan.kinds, dot=dot, reductions=plan.reductions, why=why)
+    layout = " (W stored (N, K), contracted on its last dim)" if transposed else ""
+    why = (f"one matmul ({m}x{ls[1]} @ {ls[1]}x{n}{layout}) followed by {len(program.eqns) - index - 1} "
+           f"elementwise or row ops, fused as the epilogue at the last K step")
+    return Analysis("matmul_epilogue", program, m, n, plan.kinds, dot=dot, reductions=plan.reductions, why=why,
+                    rhs=rhs, rhs_transposed=transposed)

@@ -90,7 +90,8 @@ def describe(a: Analysis, point: dict[str, int], dtype: str) -> dict[str, Any] |
                 "itemsize": size, "buffers": 2, "pipelined": True, "changes": changes, "depends_on": depends}
 
     operands = [op("input", [m, k], [bm, bk], steps - 1 if gk > 1 or gj > 1 else gi - 1, [True, False, True]),
-                op("input", [k, n], [bk, bn], steps - 1 if gk > 1 or gi > 1 else gj - 1, [False, True, True]),
+                op("input", [n, k] if a.rhs_transposed else [k, n], [bn, bk] if a.rhs_transposed else [bk, bn],
+                   steps - 1 if gk > 1 or gi > 1 else gj - 1, [False, True, True]),
                 op("output", [m, n], [bm, bn], gi * gj - 1, [True, True, False])]
     epilogue_ops = len(a.program.eqns) - a.program.eqns.index(a.dot) - 1
     return {"name": "matmul_epilogue", "grid": [gi, gj, gk], "steps": steps,

@@ -13,6 +13,7 @@ Block sizes are re-derived from every matmul's own shapes at call time; a dim
 with no aligned divisor under its block is zero-padded (exact for a matmul).
 """
 
+import functools
 import itertools
 import math
 
@@ -114,10 +115,66 @@ def _conv_on_kernel(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dila
     else:
         zero = jnp.zeros((), x.dtype)  # dilation (of a transposed convolution) is interior padding
         x = lax.pad(x, zero, [(0, 0, 0), *[(lo, hi, d - 1) for (lo, hi), d in zip(padding, lhs_dilation, strict=False)], (0, 0, 0)])
-        out = _im2col_conv(x, w, window_strides, rhs_dilation, feature_group_count, out_dtype)
+        plain = all(s == 1 for s in window_strides) and all(r == 1 for r in rhs_dilation) and feature_group_count == 1
+        if plain and nsp == 2 and _direct_conv_fits(x, w):
+            out = _direct_conv(x, w, out_dtype)
+        else:
+            out = _im2col_conv(x, w, window_strides, rhs_dilation, feature_group_count, out_dtype)
     # out_spec says where batch, feature and each spatial dim sit in the result.
     order = [0, nsp + 1, *range(1, nsp + 1)]
     return jnp.transpose(out, [order[list(out_spec).index(d)] for d in range(nsp + 2)])
+
+
+#: A direct convolution keeps one whole (padded) image in VMEM, double-buffered: at most this many bytes of it.
+DIRECT_IMAGE_BYTES = 16 << 20
+#: ... and accumulates a block of output rows in f32 of at most this many bytes.
+DIRECT_ACC_BYTES = 4 << 20
+
+
+def _direct_conv_fits(x, w):
+    """Whether the direct kernel takes this VALID 2-D convolution: at least 16 channels (fewer, e.g. 8, leave
+    15/16 of every lane and of the MXU's K empty: im2col's taps x channels fills them) and an image that fits.
+    Small check sizes and full sizes of one task take the same path when their channels agree."""
+    n, h, width, c = x.shape
+    lanes = -(-c // 128) * 128
+    return c >= 16 and h * (-(-width // 16) * 16) * lanes * x.dtype.itemsize <= DIRECT_IMAGE_BYTES
+
+
+def _direct_conv_kernel(x_ref, w_ref, out_ref, *, bh, width, ow):
+    """One block of output rows: for each tap (i, j), the image rows it reads times W[i, j] on the MXU, and the
+    product shifted j columns left (a sublane rotate) into the f32 accumulator: no patches, in HBM or VMEM."""
+    r = pl.program_id(1)
+    taps_h, taps_w, c, o = w_ref.shape
+    acc = jnp.zeros((bh, width, o), jnp.float32)
+    for i in range(taps_h):
+        rows = x_ref[0, pl.ds(r * bh + i, bh)].reshape(bh * width, c)
+        for j in range(taps_w):
+            z = jnp.dot(rows, w_ref[i, j], preferred_element_type=jnp.float32).reshape(bh, width, o)
+            acc += z if j == 0 else pltpu.roll(z, width - j, 1)  # column t + j lands on column t
+    out_ref[0] = acc[:, :ow, :].astype(out_ref.dtype)
+
+
+def _direct_conv(x, w, out_dtype):
+    """VALID stride-1 2-D convolution of a padded (N, H, W, C) input with (KH, KW, C, O) weights: grid (image,
+    block of output rows); the image stays in VMEM across its row blocks, the weights across the whole grid."""
+    n, h, width, c = x.shape
+    taps_h, taps_w, _, o = w.shape
+    oh, ow = h - taps_h + 1, width - taps_w + 1
+    padded = -(-width // 16) * 16  # a whole number of sublane tiles: the rows reshape without a relayout
+    if padded != width:  # extra zero columns only feed output columns past ow, which are dropped
+        x = jnp.pad(x, ((0, 0), (0, 0), (0, padded - width), (0, 0)))
+    row_bytes = padded * -(-o // 128) * 128 * 4
+    bh = max(d for d in range(1, oh + 1) if oh % d == 0 and (d * row_bytes <= DIRECT_ACC_BYTES or d == 1))
+    return pl.pallas_call(
+        functools.partial(_direct_conv_kernel, bh=bh, width=padded, ow=ow),
+        out_shape=jax.ShapeDtypeStruct((n, oh, ow, o), out_dtype),
+        grid=(n, oh // bh),
+        in_specs=[pl.BlockSpec((1, h, padded, c), lambda b, r: (b, 0, 0, 0)),
+                  pl.BlockSpec((taps_h, taps_w, c, o), lambda b, r: (0, 0, 0, 0))],
+        out_specs=pl.BlockSpec((1, bh, ow, o), lambda b, r: (b, r, 0, 0)),
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary"),
+                                             vmem_limit_bytes=VMEM_LIMIT_BYTES),
+    )(x, w)
 
 
 def _im2col_conv(x, w, strides, rhs_dilation, groups, out_dtype):

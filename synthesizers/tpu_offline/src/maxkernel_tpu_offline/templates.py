@@ -120,7 +120,7 @@ def rowwise_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str
 
 def matmul_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str, n_dynamic: int) -> str:
     program, dot = a.program, a.dot
-    x, w = dot.inputs
+    x, w = dot.inputs[0], a.rhs or dot.inputs[1]
     epilogue_inputs = [name for name in program.inputs if name not in (x, w)]
     index = program.eqns.index(dot)
     names = {name: name for name in epilogue_inputs}
@@ -149,7 +149,7 @@ def matmul_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str,
              "    def _init():",
              "        acc_ref[...] = jnp.zeros_like(acc_ref)",
              "",
-             "    acc_ref[...] += jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)",
+             _acc_line(a.rhs_transposed),
              "",
              "    @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)",
              "    def _epilogue():",
@@ -159,7 +159,7 @@ def matmul_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str,
              f"def computation({', '.join(args)}, *static):",
              f"    x, w = {arg_of[x]}, {arg_of[w]}",
              "    m, k = x.shape",
-             "    n = w.shape[1]",
+             f"    n = w.shape[{0 if a.rhs_transposed else 1}]",
              f"    bm = _block(m, BLOCK_M, {sublane_align(dtype)})",
              "    bn = n if FULL_ROWS else _block(n, BLOCK_N, 128)",
              "    bk = _block(k, BLOCK_K, 128)",
@@ -168,7 +168,8 @@ def matmul_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str,
              f"        out_shape=jax.ShapeDtypeStruct((m, {out_cols}), jnp.{np.dtype(program.dtypes[a.output]).name}),",
              "        grid=(m // bm, n // bn, k // bk),",
              "        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)),",
-             "                  pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j)),",
+             ("                  pl.BlockSpec((bn, bk), lambda i, j, kk: (j, kk)),  # W is (N, K)" if a.rhs_transposed
+              else "                  pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j)),"),
              *[f"                  {s}," for s in specs],
              "        ],",
              f"        out_specs=pl.BlockSpec({out_shape}, lambda i, j, kk: {out_idx}),",
@@ -179,6 +180,15 @@ def matmul_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str,
              f"    )(x, w{''.join(', ' + v for v in views)})",
              f"    return out.reshape({_output_shape_expr(a, 'x')})", ""]
     return "\n".join(lines)
+
+
+def _acc_line(rhs_transposed: bool) -> str:
+    """The K step: x (bm, bk) times W's block, (bk, bn), or (bn, bk) contracted on its last dim (an NT matmul
+    the MXU takes as is: no transpose of W in HBM or VMEM)."""
+    if rhs_transposed:
+        return ("    acc_ref[...] += jax.lax.dot_general(x_ref[...], w_ref[...], (((1,), (1,)), ((), ())), "
+                "preferred_element_type=jnp.float32)")
+    return "    acc_ref[...] += jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)"
 
 
 def batch_module(a: Analysis, task_id: str, params: dict[str, int], reference_source: str, entry: str,
