@@ -24,6 +24,9 @@ from .attention import AttentionSpec, Clause, Operand
 from .blocks import block_helper_source, itemsize, legal_block, sublane_align
 
 K_ALIGN = 128  # the key block is the lane dim of the score tile and of bias tiles
+#: Lanes of the running max and sum: a whole vreg row, as jax's own TPU flash attention keeps them (a (bq, 1)
+#: scratch is one lane of every vreg: masked loads and stores at every key step).
+STAT_LANES = 128
 
 HEADER = '''"""{title}
 
@@ -109,7 +112,7 @@ def describe(spec: AttentionSpec, point: dict[str, int]) -> dict[str, Any]:
                          "array_shape": list(op.shape) or [1], "block_shape": tail, "dtype": dtype,
                          "itemsize": itemsize(dtype), "buffers": 2, "pipelined": True, "changes": changes,
                          "depends_on": None})
-    scratch = [{"shape": [bq, 1], "dtype": "float32", "itemsize": 4}] * 2 + \
+    scratch = [{"shape": [bq, STAT_LANES], "dtype": "float32", "itemsize": 4}] * 2 + \
               [{"shape": [bq, spec.e], "dtype": "float32", "itemsize": 4}] + \
               [{"shape": [bq, bk], "dtype": "float32", "itemsize": 4}] * 3  # s, p and a mask or exp temporary
     ng = len(spec.grid)
@@ -268,15 +271,17 @@ def _step_source(m: _Module) -> list[str]:
         f"        s = _scores(s, qpos, kpos, {''.join(f'g{g}, ' for g in range(m.ng))}"
         f"{''.join(b + ', ' for b in bias_loads)}masked=masked, sq=sq, sk=sk, hd=hd, ev=ev)",
         "        s = s.astype(jnp.float32)",
+        "        # running max and sum are lane-dense (bq, 128): every lane holds the row's value, so the",
+        "        # scratch is read and written with full-width unmasked accesses; one lane feeds the tiles",
         "        m_prev = m_ref[...]",
         "        m_next = jnp.maximum(m_prev, jnp.max(s, axis=1, keepdims=True))",
         "        m_safe = jnp.where(m_next == -jnp.inf, 0.0, m_next)  # rows whose keys so far are all masked",
         "        alpha = jnp.exp(m_prev - m_safe)",
-        "        p = jnp.exp(s - m_safe)",
+        "        p = jnp.exp(s - m_safe[:, :1])",
         "        l_ref[...] = alpha * l_ref[...] + jnp.sum(p, axis=1, keepdims=True)",
         f"        pv = jax.lax.dot_general(p.astype({_jnp(spec.p_dtype)}), v, (((1,), (0,)), ((), ())), "
         "preferred_element_type=jnp.float32)",
-        "        acc_ref[...] = alpha * acc_ref[...] + pv",
+        "        acc_ref[...] = alpha[:, :1] * acc_ref[...] + pv",
         "        m_ref[...] = m_next",
         ""]
 
@@ -320,7 +325,7 @@ def _kernel_source(m: _Module) -> list[str]:
         "",
         f"    @pl.when(ki == pl.num_programs({ng + 1}) - 1)",
         "    def _finish():",
-        f"        o = (acc_ref[...] / l_ref[...]).astype({_jnp(m.spec.dot2_dtype)})",
+        f"        o = (acc_ref[...] / l_ref[...][:, :1]).astype({_jnp(m.spec.dot2_dtype)})",
         *[f"        {m.fill(line)}" for line in m.spec.out_lines],
         "        o_ref[...] = o.astype(o_ref.dtype)", "", ""]
 
@@ -370,7 +375,7 @@ def _computation_source(m: _Module) -> list[str]:
         *[f"            {s}," for s in in_specs],
         "        ],",
         f"        out_specs={_spec_source(out, 'out', m.gnames, 'j')},",
-        "        scratch_shapes=[pltpu.VMEM((bq, 1), jnp.float32), pltpu.VMEM((bq, 1), jnp.float32),",
+        f"        scratch_shapes=[pltpu.VMEM((bq, {STAT_LANES}), jnp.float32), pltpu.VMEM((bq, {STAT_LANES}), jnp.float32),",
         "                        pltpu.VMEM((bq, ev), jnp.float32)],",
         "        compiler_params=pltpu.CompilerParams(",
         f"            dimension_semantics=({semantics}),",
