@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/search_efficiency.py
 
-For three matmul-class tasks, the offline synthesizer's parameter space is
+For three matmul-class tasks, and three JaxBench tasks with the larger spaces (a
+full-row epilogue, x @ W.T, flash attention), the offline synthesizer's parameter space is
 enumerated exhaustively with the cost model as the objective (the best point
 is the exhaustive optimum). Beam search (beam width 3, 2 expansions per node,
 the graph strategy's moves: double, halve, quadruple or quarter one block constant, seeded) then
@@ -29,7 +30,10 @@ os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 REPO = Path(__file__).resolve().parents[1]
 
 TASKS = [REPO / "tests" / "tpu_pallas" / "tasks" / "matmul", REPO / "tests" / "tpu_pallas" / "tasks" / "matmul_bias_gelu",
-         REPO / "tests" / "offline" / "tasks" / "gemm_bf16"]
+         REPO / "tests" / "offline" / "tasks" / "gemm_bf16",
+         # the larger spaces: VMEM up to 3/4 of the chip, a full-row epilogue, x @ W.T, flash attention
+         REPO / "jaxbench" / "43k_Gemm_BatchNorm_Scaling_Softmax", REPO / "jaxbench" / "38k_Matmul_Dropout_Softmax",
+         REPO / "jaxbench" / "1p_Flash_Attention"]
 
 
 def synthesize(task_dir: Path, target: str):

@@ -93,10 +93,35 @@ def experts(points, ref_points, chip, params) -> dict[str, bool]:
     return {"within": all(within), "direction": all(direction)}
 
 
+def against_experts(points, chip, params, results_path: Path) -> bool:
+    """The offline kernels of a v6e bench (results.json) against the expert kernels of the same operators, both
+    estimated by the same model (kernel model + code around): the bar is 0.9x (at most 10% behind an expert)."""
+    import json
+
+    ours = {r["task_id"]: r for r in json.loads(results_path.read_text())["results"]}
+    print(f"\n== Offline kernels ({results_path}) against the expert kernels, both estimated by the same model")
+    ok = []
+    for p in points:
+        mine = ours.get(p["id"])
+        expert = predict(p, params, chip)
+        if not mine or not mine.get("seconds"):
+            ok.append(False)
+            print(f"  {p['id']:28s} expert {expert * 1e3:8.3f} ms  offline: {mine['status'] if mine else 'not run'}")
+            continue
+        ratio = expert / mine["seconds"]
+        ok.append(ratio >= 0.9)
+        print(f"  {p['id']:28s} expert {expert * 1e3:8.3f} ms  offline {mine['seconds'] * 1e3:8.3f} ms  "
+              f"{ratio:5.2f}x of the expert's speed  {'ok' if ratio >= 0.9 else 'behind'}")
+    print(f"  within 10% of the expert (>= 0.9x): {sum(ok)} of {len(ok)}")
+    return all(ok)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--tasks", action="store_true", help="print every reference, not only the summary")
+    parser.add_argument("--offline", type=Path, metavar="RESULTS_JSON",
+                        help="a v6e bench's results.json: its kernels against the experts under the same model")
     args = parser.parse_args()
     chip, params = chip_figures("v6e"), shipped_params("v6e")
     print(f"model parameters: {params.source}")
@@ -111,6 +136,9 @@ def main() -> int:
     print(f"  {verdict(r['worst_class'] <= 2)}  no operator class off by more than 2x (worst class x{r['worst_class']:.2f})")
     print(f"  {verdict(e['within'])}  every expert-kernel estimate within 1.5x of measured")
     print(f"  {verdict(e['direction'])}  expert-vs-XLA direction right wherever the measured gap is over 20%")
+    if args.offline:
+        met = against_experts(exp_points, chip, params, args.offline)
+        print(f"  {verdict(met)}  every offline kernel at >= 0.9x of the expert kernel's speed (estimated/estimated)")
     return 0
 
 

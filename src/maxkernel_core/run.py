@@ -98,7 +98,9 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
             on_start(session.run_id)
         try:
             try:
-                result = start_from_table(session) or strategy.run(session)
+                # an interactive run is a person's to steer: it is never ended by the table before they see it
+                tuned = None if strategy.interactive else start_from_table(session)
+                result = tuned or strategy.run(session)
             except BudgetSpent as spent:  # a strategy that did not watch the budget: the run ends here
                 result = session.finish(message=str(spent))
             keep_best(session, result)
@@ -158,7 +160,9 @@ def write_outputs(result: RunResult, task, config: RunConfig, store: RunStore, o
              "estimated": e.profile.estimated if e.profile else None,
              "speedup_vs_xla": e.profile.speedup if e.profile else None,
              # which sandbox judged it, as the backend names it (e.g. "bwrap" or "fallback")
-             "sandbox": e.sandbox or None}
+             "sandbox": e.sandbox or None,
+             # "run/candidate" whose verdict this is when identical code was judged before (not re-judged)
+             "reused_from": e.reused_from or None}
             for e in evaluations
         ],
     }

@@ -22,14 +22,37 @@ def test_a_reference_calling_jax_nn_relu_gets_the_matmul_epilogue_template(tmp_p
 
 
 def test_a_batch_template_that_cannot_fit_vmem_gives_way_to_staged_kernels(tmp_path):
-    # Retention is two matmuls without a softmax: the batch fallback takes it, but a whole [S, S]
-    # score block per batch row is far over VMEM at full size at any block, so only its matmuls go
+    # Retention-like, f32: two matmuls without a softmax, so the batch fallback takes it, but its [S, S]
+    # decay weight (256 MiB) goes whole to every block, far over VMEM at any block: only its matmuls go
     # on kernels, and the plan says why.
-    session, backend = offline_session(tmp_path, REPO / "jaxbench" / "15p_RetNet_Retention")
+    folder = tmp_path / "retention"
+    folder.mkdir()
+    (folder / "kernel_task.yaml").write_text("task_id: retention_f32\natol: 0.01\nrtol: 0.01\n")
+    (folder / "reference.py").write_text(
+        "import jax\nimport jax.numpy as jnp\n\n"
+        "def get_inputs(dtype=jnp.float32):\n"
+        "    k = jax.random.key(0)\n"
+        "    return (jax.random.normal(k, (4, 8192, 128), dtype), jax.random.normal(k, (8192, 8192), dtype)), ()\n\n"
+        "def computation(x, decay):\n"
+        "    s = jnp.einsum('bqd,bkd->bqk', x, x, preferred_element_type=jnp.float32) * decay\n"
+        "    return jnp.einsum('bqk,bkd->bqd', jnp.tril(s), x, preferred_element_type=jnp.float32)\n")
+    session, backend = offline_session(tmp_path, folder)
     try:
         plan = session.plan()
         assert plan.decisions["template"] == "staged"
         assert re.search(r"the batch template needs [\d,]+ MiB of VMEM", plan.decisions["why"])
+    finally:
+        backend.close()
+
+
+def test_a_bf16_matmul_result_keeps_the_reference_out_of_one_batch_kernel(tmp_path):
+    # 15p (retention, bf16): the batch kernel would run the reference's own bf16 matmuls, and Mosaic's MXU
+    # accumulates in 32 bits only ("Expected matmul acc to be 32-bit"): staged kernels instead.
+    session, backend = offline_session(tmp_path, REPO / "jaxbench" / "15p_RetNet_Retention")
+    try:
+        plan = session.plan()
+        assert plan.decisions["template"] == "staged"
+        assert "a matmul with a bfloat16 result" in plan.decisions["why"]
     finally:
         backend.close()
 

@@ -47,6 +47,8 @@ def test_template_writes_a_kernel_that_passes_the_cascade(tmp_path, task_name, t
         assert f"template: {template}" in candidate.code and "_kernel(" in candidate.code
         for name, value in plan.parameters.items():
             assert f"{name} = {value}" in candidate.code  # the chosen parameters, as constants at the top
+        if template == "matmul_epilogue":  # an f32 task: the K steps accumulate in its f32 output block
+            assert "scratch_shapes=[]," in candidate.code and "out_ref[...] += jnp.dot(" in candidate.code
         verdict = session.evaluate(candidate)
         assert verdict.status is EvalStatus.OK, verdict.reason
         assert verdict.details["compile"]["device_kind"].startswith(f"TPU v{target[1]}")

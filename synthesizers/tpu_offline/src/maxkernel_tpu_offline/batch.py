@@ -13,6 +13,8 @@ every grid step whole.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .ir import Declined, Program
 
 ELEMENTWISE_LIKE = frozenset(["add", "sub", "mul", "div", "max", "min", "pow", "atan2", "rem", "neg", "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sqrt", "rsqrt", "abs", "sign", "erf", "erfc", "floor", "ceil", "round", "sin", "cos", "tan", "is_finite", "not", "and", "or", "eq", "ne", "lt", "le", "gt", "ge", "integer_pow", "square", "select_n", "convert_element_type", "clamp", "erf_inv", "copy", "copy_p", "stop_gradient"])
@@ -32,6 +34,11 @@ def batched_inputs(program: Program) -> list[bool]:
     def carried(x) -> bool:
         return isinstance(x, str) and carries.get(x, False)
 
+    narrow = next((e for e in program.eqns if e.prim == "dot_general" and np.dtype(program.dtypes[e.outputs[0]]).itemsize < 4),
+                  None)
+    if narrow is not None:  # the reference's own code runs in the kernel, and Mosaic accumulates in 32 bits only
+        raise Declined(f"a matmul with a {np.dtype(program.dtypes[narrow.outputs[0]]).name} result (Mosaic's MXU "
+                       "accumulates in 32 bits; the staged kernels accumulate in f32 and round once)")
     for eqn in program.eqns:
         if not any(carried(x) for x in eqn.inputs):  # computed from weights and constants only: the same for every block
             for name in eqn.outputs:

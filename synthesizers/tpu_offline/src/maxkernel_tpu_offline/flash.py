@@ -272,16 +272,16 @@ def _step_source(m: _Module) -> list[str]:
         f"{''.join(b + ', ' for b in bias_loads)}masked=masked, sq=sq, sk=sk, hd=hd, ev=ev)",
         "        s = s.astype(jnp.float32)",
         "        # running max and sum are lane-dense (bq, 128): every lane holds the row's value, so the",
-        "        # scratch is read and written with full-width unmasked accesses; one lane feeds the tiles",
+        "        # scratch is read and written with full-width unmasked accesses; one lane feeds the exponentials",
         "        m_prev = m_ref[...]",
         "        m_next = jnp.maximum(m_prev, jnp.max(s, axis=1, keepdims=True))",
-        "        m_safe = jnp.where(m_next == -jnp.inf, 0.0, m_next)  # rows whose keys so far are all masked",
-        "        alpha = jnp.exp(m_prev - m_safe)",
-        "        p = jnp.exp(s - m_safe[:, :1])",
+        "        m_safe = jnp.where(m_next == -jnp.inf, 0.0, m_next)[:, :1]  # rows whose keys so far are all masked",
+        "        alpha = jnp.exp(m_prev[:, :1] - m_safe)",
+        "        p = jnp.exp(s - m_safe)",
         "        l_ref[...] = alpha * l_ref[...] + jnp.sum(p, axis=1, keepdims=True)",
         f"        pv = jax.lax.dot_general(p.astype({_jnp(spec.p_dtype)}), v, (((1,), (0,)), ((), ())), "
         "preferred_element_type=jnp.float32)",
-        "        acc_ref[...] = alpha[:, :1] * acc_ref[...] + pv",
+        "        acc_ref[...] = alpha * acc_ref[...] + pv",
         "        m_ref[...] = m_next",
         ""]
 

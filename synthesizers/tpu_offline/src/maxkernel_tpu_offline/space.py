@@ -13,6 +13,7 @@ from typing import Any
 
 from .analysis import Analysis
 from .blocks import itemsize, legal_block, sublane_align
+from .templates import accumulates_in_output
 
 POWERS = [2 ** i for i in range(3, 14)]  # 8 .. 8192
 
@@ -96,7 +97,8 @@ def describe(a: Analysis, point: dict[str, int], dtype: str) -> dict[str, Any] |
     epilogue_ops = len(a.program.eqns) - a.program.eqns.index(a.dot) - 1
     return {"name": "matmul_epilogue", "grid": [gi, gj, gk], "steps": steps,
             "dimension_semantics": ["parallel", "parallel", "arbitrary"], "vmem_limit_bytes": point.get("VMEM_LIMIT_BYTES"),
-            "operands": operands, "scratch": [{"shape": [bm, bn], "dtype": "float32", "itemsize": 4}],
+            "operands": operands,
+            "scratch": [] if accumulates_in_output(a) else [{"shape": [bm, bn], "dtype": "float32", "itemsize": 4}],
             "body": {"dots": [{"m": bm, "n": bn, "k": bk, "batch": 1, "dtype": dtype, "count": 1}],
                      "elementwise": bm * bn + epilogue_ops * bm * bn // max(gk, 1), "transcendental": 0},
             "repeat": 1}

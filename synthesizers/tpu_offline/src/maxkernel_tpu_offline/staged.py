@@ -48,6 +48,8 @@ class Matmul:
     source: str = "dot_general"
     #: What the kernel writes: the equation's output dtype (f32 under preferred_element_type), not the inputs'.
     out_dtype: str | None = None
+    #: A convolution the runtime runs on its direct kernel: (N, H, W, C) of the padded image, (KH, KW, O)
+    direct: tuple[int, ...] | None = None
 
 
 @define
@@ -98,12 +100,34 @@ def _dot_matmul(eqn, repeat: int) -> Matmul:
                   out_dtype=str(eqn.outvars[0].aval.dtype))
 
 
+def _direct_shape(eqn) -> tuple[int, ...] | None:
+    """(N, H, W, C, KH, KW, O) when the runtime runs this convolution on its direct kernel, else None."""
+    lhs, rhs = (v.aval for v in eqn.invars)
+    lhs_spec, rhs_spec, _ = eqn.params["dimension_numbers"]
+    p = eqn.params
+    if (len(lhs_spec) != 4 or set(p["window_strides"]) != {1} or set(p["rhs_dilation"]) != {1}
+            or set(p["lhs_dilation"]) != {1} or p["feature_group_count"] != 1):
+        return None
+    h, w = (lhs.shape[d] + lo + hi for d, (lo, hi) in zip(lhs_spec[2:], p["padding"], strict=True))
+    c = lhs.shape[lhs_spec[1]]
+    item = max(itemsize(str(lhs.dtype)), itemsize(str(rhs.dtype)))
+    if not staged_runtime._direct_conv_takes(h, w, c, item):
+        return None
+    return (lhs.shape[lhs_spec[0]], h, w, c, rhs.shape[rhs_spec[2]], rhs.shape[rhs_spec[3]], rhs.shape[rhs_spec[0]])
+
+
 def _conv_matmul(eqn, repeat: int) -> Matmul:
-    """A convolution as the runtime's im2col matmul: patches (positions x taps*channels) @ weights."""
+    """A convolution as the runtime runs it: on the direct kernel (taps accumulated from VMEM rows), else as the
+    im2col matmul: patches (positions x taps*channels) @ weights."""
     if eqn.params.get("batch_group_count", 1) != 1:
         raise Declined("a convolution with batch_group_count > 1 (a weight gradient) has no im2col lowering")
     lhs, rhs = (v.aval for v in eqn.invars)
     res = eqn.outvars[0].aval
+    direct = _direct_shape(eqn)
+    if direct is not None:
+        n, h, w, c, kh, kw, o = direct
+        return Matmul(n, (h - kh + 1) * w, o, c, str(lhs.dtype), repeat, "conv_general_dilated", str(res.dtype),
+                      direct=direct)
     _, rhs_spec, out_spec = eqn.params["dimension_numbers"]
     groups = eqn.params["feature_group_count"]
     taps = math.prod(rhs.shape[d] for d in rhs_spec[2:])
@@ -154,6 +178,9 @@ def describe(spec: StagedSpec, point: dict[str, int]) -> list[dict[str, Any]]:
     """One cost-model description per matmul kernel, with the blocks the runtime will pick for its shapes."""
     kernels = []
     for mm in spec.matmuls:
+        if mm.direct is not None:
+            kernels.append(_describe_direct(mm, point))
+            continue
         bm, mp = staged_runtime._tile(mm.m, point["BLOCK_M"], sublane_align(mm.dtype))
         bn, np_ = staged_runtime._tile(mm.n, point["BLOCK_N"], 128)
         bk, kp = staged_runtime._tile(mm.k, point["BLOCK_K"], 128)
@@ -180,6 +207,30 @@ def describe(spec: StagedSpec, point: dict[str, int]) -> list[dict[str, Any]]:
                      "elementwise": bm * bn, "transcendental": 0},
             "repeat": mm.repeat})
     return kernels
+
+
+def _describe_direct(mm: Matmul, point: dict[str, int]) -> dict[str, Any]:
+    """The direct convolution kernel as the runtime emits it: grid (image, row block), the image whole per step."""
+    n, h, w, c, kh, kw, o = mm.direct
+    oh, ow, wp = h - kh + 1, w - kw + 1, staged_runtime._sublane_width(w)
+    bh = staged_runtime._direct_rows(oh, w, o)
+    steps = n * (oh // bh)
+
+    def op(role, array, block, changes, depends, dtype=mm.dtype):
+        return {"role": role, "index": 0, "array_shape": array, "block_shape": block, "dtype": dtype,
+                "itemsize": itemsize(dtype), "buffers": 2, "pipelined": True, "changes": changes,
+                "depends_on": depends}
+
+    return {"name": "direct convolution", "grid": [n, oh // bh], "steps": steps,
+            "dimension_semantics": ["parallel", "arbitrary"], "vmem_limit_bytes": point.get("VMEM_LIMIT_BYTES"),
+            "operands": [op("input", [n, h, wp, c], [1, h, wp, c], n - 1, [True, False]),
+                         op("input", [kh, kw, c, o], [kh, kw, c, o], 0, [False, False]),
+                         op("output", [n, oh, ow, o], [1, bh, ow, o], steps - 1, [True, True],
+                            mm.out_dtype or mm.dtype)],
+            "scratch": [{"shape": [bh * wp, o], "dtype": "float32", "itemsize": 4}],  # the accumulator value
+            "body": {"dots": [{"m": bh * wp, "n": o, "k": c, "batch": 1, "dtype": mm.dtype, "count": kh * kw}],
+                     "elementwise": 2 * bh * wp * o * kh * kw, "transcendental": 0},
+            "repeat": mm.repeat}
 
 
 def _runtime_source() -> str:

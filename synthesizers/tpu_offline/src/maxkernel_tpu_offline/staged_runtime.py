@@ -132,12 +132,28 @@ DIRECT_ACC_BYTES = 4 << 20
 
 
 def _direct_conv_fits(x, w):
-    """Whether the direct kernel takes this VALID 2-D convolution: at least 16 channels (fewer, e.g. 8, leave
-    15/16 of every lane and of the MXU's K empty: im2col's taps x channels fills them) and an image that fits.
-    Small check sizes and full sizes of one task take the same path when their channels agree."""
+    """Whether the direct kernel takes this VALID 2-D convolution of a padded (N, H, W, C) image."""
     n, h, width, c = x.shape
+    return _direct_conv_takes(h, width, c, x.dtype.itemsize)
+
+
+def _direct_conv_takes(h, width, c, item):
+    """At least 16 channels (fewer, e.g. 8, leave 15/16 of every lane and of the MXU's K empty: im2col's taps x
+    channels fills them) and an image that fits. Small check sizes and full sizes of one task take the same path
+    when their channels agree. (The planner asks this too, with the shapes it reads from the jaxpr.)"""
     lanes = -(-c // 128) * 128
-    return c >= 16 and h * (-(-width // 16) * 16) * lanes * x.dtype.itemsize <= DIRECT_IMAGE_BYTES
+    return c >= 16 and h * _sublane_width(width) * lanes * item <= DIRECT_IMAGE_BYTES
+
+
+def _sublane_width(width):
+    """The image width the direct kernel works at: a whole number of sublane tiles (16 rows, bf16's tile)."""
+    return -(-width // 16) * 16
+
+
+def _direct_rows(oh, width, o):
+    """Output rows per grid step: the most that divide OH with an f32 accumulator within DIRECT_ACC_BYTES."""
+    row_bytes = _sublane_width(width) * -(-o // 128) * 128 * 4
+    return max(d for d in range(1, oh + 1) if oh % d == 0 and (d * row_bytes <= DIRECT_ACC_BYTES or d == 1))
 
 
 def _direct_conv_kernel(x_ref, w_ref, out_ref, *, bh, width, ow):
@@ -160,11 +176,10 @@ def _direct_conv(x, w, out_dtype):
     n, h, width, c = x.shape
     taps_h, taps_w, _, o = w.shape
     oh, ow = h - taps_h + 1, width - taps_w + 1
-    padded = -(-width // 16) * 16  # a whole number of sublane tiles: the rows reshape without a relayout
+    padded = _sublane_width(width)  # the rows reshape without a relayout
     if padded != width:  # extra zero columns only feed output columns past ow, which are dropped
         x = jnp.pad(x, ((0, 0), (0, 0), (0, padded - width), (0, 0)))
-    row_bytes = padded * -(-o // 128) * 128 * 4
-    bh = max(d for d in range(1, oh + 1) if oh % d == 0 and (d * row_bytes <= DIRECT_ACC_BYTES or d == 1))
+    bh = _direct_rows(oh, width, o)
     return pl.pallas_call(
         functools.partial(_direct_conv_kernel, bh=bh, width=padded, ow=ow),
         out_shape=jax.ShapeDtypeStruct((n, oh, ow, o), out_dtype),

@@ -139,23 +139,14 @@ def matmul_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str,
     out_cols = "n" if out_kind == "row" else "1"
     reduce_note = " BLOCK_N covers all of N because the epilogue reduces over it." if a.reductions else ""
     refs = [f"{name}_ref" for name in epilogue_inputs]
-    acc_dtype = np.dtype(program.dtypes[acc]).name
+    in_place = accumulates_in_output(a)
+    where = ("the f32 output block itself (no scratch, no copy out)" if in_place
+             else "an f32 accumulator in VMEM scratch")
     lines = [HEADER.format(title=f"Tiled matmul with a fused epilogue for {task_id}.", template="matmul_epilogue",
-                           task_id=task_id, why=f"Why: {a.why}. The f32 accumulator lives in VMEM scratch; K is the "
+                           task_id=task_id, why=f"Why: {a.why}. The K steps accumulate in {where}; K is the "
                            f"innermost ('arbitrary') grid axis so each output block stays resident.{reduce_note}",
                            params=params, constants=_constants(params), block_helper=block_helper_source()), "",
-             f"def _matmul_epilogue_kernel(x_ref, w_ref, {''.join(r + ', ' for r in refs)}out_ref, acc_ref, *, m, n, k):",
-             "    @pl.when(pl.program_id(2) == 0)",
-             "    def _init():",
-             "        acc_ref[...] = jnp.zeros_like(acc_ref)",
-             "",
-             _acc_line(a.rhs_transposed),
-             "",
-             "    @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)",
-             "    def _epilogue():",
-             f"        {acc} = acc_ref[...].astype(jnp.{acc_dtype})",
-             *[f"        {name} = {name}_ref[...]" for name in epilogue_inputs], *body,
-             f"        out_ref[...] = {names[a.output]}.astype(out_ref.dtype)", "", "",
+             *_matmul_kernel_lines(a, refs, epilogue_inputs, body, names[a.output], in_place),
              f"def computation({', '.join(args)}, *static):",
              f"    x, w = {arg_of[x]}, {arg_of[w]}",
              "    m, k = x.shape",
@@ -173,7 +164,7 @@ def matmul_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str,
              *[f"                  {s}," for s in specs],
              "        ],",
              f"        out_specs=pl.BlockSpec({out_shape}, lambda i, j, kk: {out_idx}),",
-             "        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],",
+             "        scratch_shapes=[]," if in_place else "        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],",
              "        compiler_params=pltpu.CompilerParams(",
              "            dimension_semantics=(\"parallel\", \"parallel\", \"arbitrary\"),",
              "            vmem_limit_bytes=VMEM_LIMIT_BYTES),",
@@ -182,13 +173,40 @@ def matmul_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str,
     return "\n".join(lines)
 
 
-def _acc_line(rhs_transposed: bool) -> str:
+def _matmul_kernel_lines(a: Analysis, refs: list[str], epilogue_inputs: list[str], body: list[str], result: str,
+                         in_place: bool) -> list[str]:
+    """The kernel: zero the accumulator at the first K step, accumulate, apply the epilogue at the last."""
+    acc = a.dot.outputs[0]
+    acc_ref = "out_ref" if in_place else "acc_ref"
+    scratch = "" if in_place else ", acc_ref"
+    return [f"def _matmul_epilogue_kernel(x_ref, w_ref, {''.join(r + ', ' for r in refs)}out_ref{scratch}, *, m, n, k):",
+            "    @pl.when(pl.program_id(2) == 0)",
+            "    def _init():",
+            f"        {acc_ref}[...] = jnp.zeros_like({acc_ref})",
+            "",
+            _acc_line(a.rhs_transposed, acc_ref),
+            "",
+            "    @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)",
+            "    def _epilogue():",
+            f"        {acc} = {acc_ref}[...].astype(jnp.{np.dtype(a.program.dtypes[acc]).name})",
+            *[f"        {name} = {name}_ref[...]" for name in epilogue_inputs], *body,
+            f"        out_ref[...] = {result}.astype(out_ref.dtype)", "", ""]
+
+
+def accumulates_in_output(a: Analysis) -> bool:
+    """Whether the K steps can accumulate in the output block: it is the (bm, bn) tile, f32, like the accumulator
+    (an f32 task; a bf16 output would round every partial sum)."""
+    return (a.kinds[a.output] == "row" and np.dtype(a.program.dtypes[a.output]) == np.float32
+            and np.dtype(a.program.dtypes[a.dot.outputs[0]]) == np.float32)
+
+
+def _acc_line(rhs_transposed: bool, acc_ref: str = "acc_ref") -> str:
     """The K step: x (bm, bk) times W's block, (bk, bn), or (bn, bk) contracted on its last dim (an NT matmul
     the MXU takes as is: no transpose of W in HBM or VMEM)."""
     if rhs_transposed:
-        return ("    acc_ref[...] += jax.lax.dot_general(x_ref[...], w_ref[...], (((1,), (1,)), ((), ())), "
+        return (f"    {acc_ref}[...] += jax.lax.dot_general(x_ref[...], w_ref[...], (((1,), (1,)), ((), ())), "
                 "preferred_element_type=jnp.float32)")
-    return "    acc_ref[...] += jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)"
+    return f"    {acc_ref}[...] += jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)"
 
 
 def batch_module(a: Analysis, task_id: str, params: dict[str, int], reference_source: str, entry: str,
