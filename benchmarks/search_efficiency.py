@@ -98,7 +98,7 @@ def main() -> None:
         used = runs[len(runs) // 2]  # the median over seeds: one lucky shuffle proves nothing
         fraction = used / len(s.ranked)
         worst = max(worst, fraction)
-        print(f"{task.id:26} {len(s['ranked']):>6} {used:>10} {fraction:>8.0%}  {best * 1e6:,.1f} us")
+        print(f"{task.id:26} {len(s.ranked):>6} {used:>10} {fraction:>8.0%}  {best * 1e6:,.1f} us")
     print(f"target (<= 25% of the exhaustive count on every task): {'met' if worst <= 0.25 else 'NOT met'}")
 
 

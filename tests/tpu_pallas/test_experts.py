@@ -1,4 +1,4 @@
-"""Expert-written Pallas kernels of the published JaxBench operators are judged ok on v5e and v6e.
+"""Expert-written Pallas kernels of the published JaxBench operators are judged ok on v5e and v6e (3p and 7p: v6e).
 
 Each is written here from its published algorithm (tests/tpu_pallas/experts/): flash attention, GQA, MLA with
 its projections left to XLA, paged and ragged paged attention (scalar prefetch, pl.ANY, DMA semaphores, a
@@ -29,8 +29,13 @@ EXPERT_KERNELS = [
 ]
 
 
-@pytest.mark.parametrize("target", ["v5e", "v6e"])
-@pytest.mark.parametrize("task_id, kernel", EXPERT_KERNELS)
+#: Judged on v6e only (JAXBench's timings are from v6e): their references take 45-95 s a target to build and
+#: compile, and the suite has a 25-minute budget; v5e lowering is exercised by the other five kernels.
+V6E_ONLY = {"3p_MLA_Attention", "7p_Ragged_Paged_Attention"}
+
+
+@pytest.mark.parametrize("task_id, kernel, target", [(t, k, g) for t, k in EXPERT_KERNELS for g in ("v5e", "v6e")
+                                                     if g == "v6e" or t not in V6E_ONLY])
 def test_expert_kernel_is_judged_ok(tpu_backend, task_id, kernel, target):
     task = tpu_backend.load_task(JAXBENCH / task_id)
     ev = tpu_backend.evaluate(task, Candidate(task.id, kernel_source(kernel, EXPERTS)), target=target)

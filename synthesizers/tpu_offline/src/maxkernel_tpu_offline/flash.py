@@ -271,18 +271,19 @@ def _step_source(m: _Module) -> list[str]:
         f"        s = _scores(s, qpos, kpos, {''.join(f'g{g}, ' for g in range(m.ng))}"
         f"{''.join(b + ', ' for b in bias_loads)}masked=masked, sq=sq, sk=sk, hd=hd, ev=ev)",
         "        s = s.astype(jnp.float32)",
-        "        # running max and sum are lane-dense (bq, 128): every lane holds the row's value, so the",
-        "        # scratch is read and written with full-width unmasked accesses; one lane feeds the exponentials",
-        "        m_prev = m_ref[...]",
+        "        # running max and sum are stored lane-dense (bq, 128), every lane holding the row's value, so the",
+        "        # scratch is read and written with full-width unmasked accesses; the math runs on one lane",
+        "        m_prev = m_ref[...][:, :1]",
         "        m_next = jnp.maximum(m_prev, jnp.max(s, axis=1, keepdims=True))",
-        "        m_safe = jnp.where(m_next == -jnp.inf, 0.0, m_next)[:, :1]  # rows whose keys so far are all masked",
-        "        alpha = jnp.exp(m_prev[:, :1] - m_safe)",
+        "        m_safe = jnp.where(m_next == -jnp.inf, 0.0, m_next)  # rows whose keys so far are all masked",
+        "        alpha = jnp.exp(m_prev - m_safe)",
         "        p = jnp.exp(s - m_safe)",
-        "        l_ref[...] = alpha * l_ref[...] + jnp.sum(p, axis=1, keepdims=True)",
+        "        l_next = alpha * l_ref[...][:, :1] + jnp.sum(p, axis=1, keepdims=True)",
         f"        pv = jax.lax.dot_general(p.astype({_jnp(spec.p_dtype)}), v, (((1,), (0,)), ((), ())), "
         "preferred_element_type=jnp.float32)",
         "        acc_ref[...] = alpha * acc_ref[...] + pv",
-        "        m_ref[...] = m_next",
+        "        m_ref[...] = jnp.broadcast_to(m_next, m_ref.shape)",
+        "        l_ref[...] = jnp.broadcast_to(l_next, l_ref.shape)",
         ""]
 
 

@@ -148,16 +148,23 @@ def _product(lists: list[list[int]]) -> list[tuple[int, ...]]:
 
 
 def neighbours(a: Analysis, point: dict[str, int], dtype: str) -> list[tuple[str, dict[str, int]]]:
-    """Single moves of one block constant, staying inside the space: double or halve it, or (a longer
-    stride, so a search far from the optimum gets there in fewer steps) multiply or divide it by 4."""
+    """Moves through the space: one block constant doubled or halved, or (a longer stride, so a search far
+    from the optimum gets there in fewer steps) multiplied or divided by 4; and, with several block
+    constants, the whole tile scaled by 4 or 1/4 at once (each constant clamped to its range), the way a
+    tile is grown, so a search need not walk a diagonal one axis at a time."""
     moves = []
-    for key, values in space(a, dtype).items():
-        if len(values) < 2 or key not in point:
-            continue
-        i = values.index(point[key]) if point[key] in values else 0
+    axes = {k: v for k, v in space(a, dtype).items() if len(v) >= 2 and k in point}
+    index = {k: v.index(point[k]) if point[k] in v else 0 for k, v in axes.items()}
+    for key, values in axes.items():
+        i = index[key]
         for j, label in ((i + 1, "double"), (i - 1, "halve"), (i + 2, "quadruple"), (i - 2, "quarter")):
             if 0 <= j < len(values):
                 moves.append((f"{label} {key}", {**point, key: values[j]}))
+    if len(axes) > 1:
+        for step, label in ((2, "quadruple every block"), (-2, "quarter every block")):
+            scaled = {k: v[min(max(index[k] + step, 0), len(v) - 1)] for k, v in axes.items()}
+            if any(scaled[k] != point[k] for k in axes):
+                moves.append((label, {**point, **scaled}))
     return moves
 
 
