@@ -20,6 +20,10 @@ def tuned_group() -> None:
     """The tuned-config table: the best verified kernel per operator, shapes, chip and jax/libtpu version."""
 
 
+def _entries(n: int) -> str:
+    return f"{n} entr{'y' if n == 1 else 'ies'}"
+
+
 def _rows(entries) -> Table:
     table = Table("task", "target", "shapes", "speed", "versions", "from run", title="tuned configs")
     for e in entries:
@@ -54,7 +58,7 @@ def tuned_export(ctx, path: Path) -> None:
     """Write the table as JSON to PATH (ship it beside the kernels)."""
     document = app_for(ctx).store.export_tuned()
     path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
-    click.echo(f"{len(document['entries'])} entries written to {path}")
+    click.echo(f"{_entries(len(document['entries']))} written to {path}")
 
 
 def _read(path: Path) -> dict:
@@ -73,7 +77,7 @@ def tuned_import(ctx, path: Path) -> None:
         kept, skipped = app_for(ctx).store.import_tuned(_read(path))
     except ValueError as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    click.echo(f"{kept} entries kept, {skipped} skipped (this table had an entry as fast or faster)")
+    click.echo(f"{_entries(kept)} kept, {skipped} skipped (this table had an entry as fast or faster)")
 
 
 @tuned_group.command("check")
@@ -99,7 +103,7 @@ def tuned_check(ctx, path: Path | None) -> int:
                           f"installed {installed}")
     for line in misses:
         click.echo(f"miss: {line}")
-    click.echo(f"{len(entries) - len(misses)} of {len(entries)} entries match this installation")
+    click.echo(f"{len(entries) - len(misses)} of {_entries(len(entries))} match this installation")
     return 1 if misses else 0
 
 
@@ -119,6 +123,6 @@ def tune_cmd(ctx, suite, pattern, strategy, target, budget, jobs, out) -> int:
                       jobs=jobs, out=out, tuned="refresh", provider=None, model=None, seed=None, kernels=None,
                       resume=None, executor=None, ray_address=None)
     entries = app_for(ctx).store.tuned_configs()
-    click.echo(f"The tuned-config table holds {len(entries)} entries (`maxkernel tuned list`, "
+    click.echo(f"The tuned-config table holds {_entries(len(entries))} (`maxkernel tuned list`, "
                "`maxkernel tuned export FILE`).")
     return code
