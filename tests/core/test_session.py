@@ -10,22 +10,12 @@ from maxkernel_core.records import EvalStatus, Evaluation, Profile, RunConfig
 from maxkernel_core.llm_roles import RoleLLM
 from maxkernel_core.session import RunSession
 from maxkernel_core.store import RunStore
-from maxkernel_core.testing import FakeBackend, FakeLLMProvider, FakeTester, HookRecorder, ScriptedAgents
+from maxkernel_core.testing import FakeBackend, FakeLLMProvider, HookRecorder
 
 GOOD = "def computation(x):\n    return pl.pallas_call(...)(x)\n"
 BAD = "def computation(x):\n    return x * 2\n"
 
 
-@pytest.fixture
-def parts(tmp_path):
-    pm = get_plugin_manager(load_entrypoints=False)
-    agents = ScriptedAgents()
-    pm.register(agents, name="agents")
-    pm.register(FakeTester(), name="tester")
-    store = RunStore(tmp_path / "runs.db")
-    backend = FakeBackend()
-    task = backend.load_task("fake_matmul")
-    return pm, agents, store, backend, task
 
 
 def test_roles_flow_and_every_step_is_stored(parts):

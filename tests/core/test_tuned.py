@@ -4,11 +4,9 @@ import json
 
 import pytest
 
-from maxkernel_core.plugins import get_plugin_manager
 from maxkernel_core.records import EvalStatus, Evaluation, Profile, RunConfig, TunedConfig
 from maxkernel_core.session import RunSession
 from maxkernel_core.store import RunStore
-from maxkernel_core.testing import FakeBackend, FakeTester, ScriptedAgents
 from maxkernel_core.tuned import keep_best, start_from_table
 
 from ..helpers import run_cli
@@ -22,15 +20,11 @@ def ok(seconds):
 
 
 @pytest.fixture
-def parts(tmp_path):
-    pm = get_plugin_manager(load_entrypoints=False)
-    agents = ScriptedAgents()
-    pm.register(agents, name="agents")
-    pm.register(FakeTester(), name="tester")
-    backend = FakeBackend()
-    backend.fingerprint = "judge"
-    backend.tuning = {"signature": "abc", "versions": "jax 1"}
-    return pm, agents, RunStore(tmp_path / "runs.db"), backend, backend.load_task("fake_matmul")
+def parts(parts):
+    """The shared parts, with a backend that says what its verdicts (and tuned kernels) depend on."""
+    parts[3].fingerprint = "judge"
+    parts[3].tuning = {"signature": "abc", "versions": "jax 1"}
+    return parts
 
 
 def searched(parts, code, verdict, tuned="use"):

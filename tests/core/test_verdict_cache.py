@@ -3,25 +3,18 @@
 import attrs
 import pytest
 
-from maxkernel_core.plugins import get_plugin_manager
 from maxkernel_core.records import EvalStatus, Evaluation, Profile, RunConfig
 from maxkernel_core.session import RECHECK, RunSession
-from maxkernel_core.store import RunStore
-from maxkernel_core.testing import FakeBackend, FakeTester, ScriptedAgents
 from maxkernel_core.verdict_cache import canonical_code, verdict_key
 
 GOOD = "def computation(x):\n    return pl.pallas_call(...)(x)\n"
 
 
 @pytest.fixture
-def parts(tmp_path):
-    pm = get_plugin_manager(load_entrypoints=False)
-    agents = ScriptedAgents()
-    pm.register(agents, name="agents")
-    pm.register(FakeTester(), name="tester")
-    backend = FakeBackend()
-    backend.fingerprint = "judge-1"
-    return pm, agents, RunStore(tmp_path / "runs.db"), backend, backend.load_task("fake_matmul")
+def parts(parts):
+    """The shared parts, with a backend that says what its verdicts (and tuned kernels) depend on."""
+    parts[3].fingerprint = "judge-1"
+    return parts
 
 
 def session_with(parts, budget=None):

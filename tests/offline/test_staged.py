@@ -61,7 +61,12 @@ CONVS = [  # (lhs shape, rhs shape, keyword arguments of lax.conv_general_dilate
 @pytest.mark.parametrize("lhs, rhs, kwargs", CONVS, ids=["strided-nhwc", "rhs-dilated", "grouped", "transposed-3d",
                                                            "1d", "transposed-k4-s2", "transposed-window-under-stride"])
 def test_convolutions_lower_to_the_matmul_kernel_exactly(interpret, lhs, rhs, kwargs):
-    kx, kw = jax.random.split(jax.random.key(0))
+    _check_conv(lhs, rhs, kwargs)
+
+
+def _check_conv(lhs, rhs, kwargs, seed=0):
+    """The runtime's convolution (on the kernels, interpreted) against lax's own, at full precision."""
+    kx, kw = jax.random.split(jax.random.key(seed))
     x, w = jax.random.normal(kx, lhs), jax.random.normal(kw, rhs)
 
     def conv(x, w):
@@ -87,17 +92,7 @@ def test_direct_convolutions_are_exact_and_never_build_patches(interpret, monkey
 
     monkeypatch.setattr(staged_runtime, "_im2col_conv", no_patches)
     monkeypatch.setattr(staged_runtime, "DIRECT_ACC_BYTES", 4 * 16 * 128 * 4)  # several row blocks per image
-    kx, kw = jax.random.split(jax.random.key(1))
-    x, w = jax.random.normal(kx, lhs), jax.random.normal(kw, rhs)
-
-    def conv(x, w):
-        return lax.conv_general_dilated(x, w, **kwargs)
-
-    with jax.default_matmul_precision("highest"):
-        want = conv(x, w)
-        got = jax.jit(staged_runtime._with_kernels(conv, 2))(x, w)
-    assert got.shape == want.shape
-    _close(got, want)
+    _check_conv(lhs, rhs, kwargs, seed=1)
 
 
 def test_few_channels_or_a_huge_image_go_through_im2col():
