@@ -35,3 +35,11 @@ def itemsize(dtype: str) -> int:
 def sublane_align(dtype: str) -> int:
     """Rows per (sublane x lane) tile: 8 for 32-bit types, 16 for 16-bit, 32 for 8-bit."""
     return 8 * max(4 // itemsize(dtype), 1)
+
+
+def pipelined_operand(role: str, array: list[int], block: list[int], dtype: str, changes: int,
+                      depends: list[bool]) -> dict:
+    """One BlockSpec operand as the cost model reads a kernel description: double-buffered, pipelined, its
+    block fetched ``changes + 1`` times, its index depending on the grid axes flagged in ``depends``."""
+    return {"role": role, "index": 0, "array_shape": array, "block_shape": block, "dtype": dtype,
+            "itemsize": itemsize(dtype), "buffers": 2, "pipelined": True, "changes": changes, "depends_on": depends}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .analysis import Analysis
-from .blocks import itemsize, legal_block, sublane_align
+from .blocks import legal_block, pipelined_operand, sublane_align
 from .templates import accumulates_in_output
 
 POWERS = [2 ** i for i in range(3, 14)]  # 8 .. 8192
@@ -50,7 +50,6 @@ def _fixed(a: Analysis, vmem_limit: int) -> dict[str, int]:
 
 def describe(a: Analysis, point: dict[str, int], dtype: str) -> dict[str, Any] | list[dict[str, Any]]:
     """The kernel description(s) the cost model reads, built analytically for this template's index maps."""
-    size = itemsize(dtype)
     shapes = a.program.shapes
     align = sublane_align(dtype)
     if a.template == "rowwise":
@@ -61,10 +60,9 @@ def describe(a: Analysis, point: dict[str, int], dtype: str) -> dict[str, Any] |
             kind = a.kinds.get(name, "scalar")
             block = {"row": [br, a.d], "col": [1, a.d], "rowred": [br, 1], "scalar": [1, 1]}[kind]
             moving = kind in ("row", "rowred")
-            operands.append({"role": "output" if name == a.output else "input", "index": 0,
-                             "array_shape": [a.rows if moving else 1, block[1]], "block_shape": block,
-                             "dtype": dtype, "itemsize": size, "buffers": 2, "pipelined": True,
-                             "changes": steps - 1 if moving else 0, "depends_on": [moving]})
+            operands.append(pipelined_operand("output" if name == a.output else "input",
+                                              [a.rows if moving else 1, block[1]], block, dtype,
+                                              steps - 1 if moving else 0, [moving]))
         ops = len(a.program.eqns)
         return {"name": "rowwise", "grid": [steps], "steps": steps, "dimension_semantics": ["parallel"],
                 "vmem_limit_bytes": point.get("VMEM_LIMIT_BYTES"), "operands": operands, "scratch": [],
@@ -86,14 +84,12 @@ def describe(a: Analysis, point: dict[str, int], dtype: str) -> dict[str, Any] |
     gi, gj, gk = m // bm, n // bn, k // bk
     steps = gi * gj * gk
 
-    def op(role, array, block, changes, depends):
-        return {"role": role, "index": 0, "array_shape": array, "block_shape": block, "dtype": dtype,
-                "itemsize": size, "buffers": 2, "pipelined": True, "changes": changes, "depends_on": depends}
-
-    operands = [op("input", [m, k], [bm, bk], steps - 1 if gk > 1 or gj > 1 else gi - 1, [True, False, True]),
-                op("input", [n, k] if a.rhs_transposed else [k, n], [bn, bk] if a.rhs_transposed else [bk, bn],
-                   steps - 1 if gk > 1 or gi > 1 else gj - 1, [False, True, True]),
-                op("output", [m, n], [bm, bn], gi * gj - 1, [True, True, False])]
+    operands = [pipelined_operand("input", [m, k], [bm, bk], dtype, steps - 1 if gk > 1 or gj > 1 else gi - 1,
+                                  [True, False, True]),
+                pipelined_operand("input", [n, k] if a.rhs_transposed else [k, n],
+                                  [bn, bk] if a.rhs_transposed else [bk, bn], dtype,
+                                  steps - 1 if gk > 1 or gi > 1 else gj - 1, [False, True, True]),
+                pipelined_operand("output", [m, n], [bm, bn], dtype, gi * gj - 1, [True, True, False])]
     epilogue_ops = len(a.program.eqns) - a.program.eqns.index(a.dot) - 1
     return {"name": "matmul_epilogue", "grid": [gi, gj, gk], "steps": steps,
             "dimension_semantics": ["parallel", "parallel", "arbitrary"], "vmem_limit_bytes": point.get("VMEM_LIMIT_BYTES"),
@@ -116,9 +112,8 @@ def _describe_batch(a: Analysis, point: dict[str, int]) -> dict[str, Any]:
         dtype = a.program.dtypes[name]
         batched = name == a.output or a.kinds.get(name) == "batch"
         block = [bb, *shape[1:]] if batched else shape
-        operands.append({"role": "output" if name == a.output else "input", "index": 0, "array_shape": shape,
-                         "block_shape": block or [1], "dtype": dtype, "itemsize": itemsize(dtype), "buffers": 2,
-                         "pipelined": True, "changes": steps - 1 if batched else 0, "depends_on": [batched]})
+        operands.append(pipelined_operand("output" if name == a.output else "input", shape, block or [1], dtype,
+                                          steps - 1 if batched else 0, [batched]))
     return {"name": "batch", "grid": [steps], "steps": steps, "dimension_semantics": ["parallel"],
             "vmem_limit_bytes": point.get("VMEM_LIMIT_BYTES"), "operands": operands, "scratch": [],
             "body": {"dots": [], "elementwise": 0, "transcendental": 0}, "repeat": 1}

@@ -16,6 +16,7 @@ has no kernel lowering (grouped ``ragged_dot``).
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import math
 import re
@@ -27,7 +28,7 @@ from maxkernel_tpu_pallas.api import MAX_GLUE_WORK_SHARE
 
 from . import staged_runtime
 from .ir import Declined
-from .blocks import block_helper_source, itemsize, sublane_align
+from .blocks import block_helper_source, itemsize, pipelined_operand, sublane_align
 
 #: Decline when more than this share of the arithmetic would run outside the kernels: four fifths of the
 #: judge's bound (the offline count is the reference's; a margin keeps a kernel's extra glue inside it).
@@ -187,11 +188,7 @@ def describe(spec: StagedSpec, point: dict[str, int]) -> list[dict[str, Any]]:
         gb, gi, gj, gk = mm.b, mp // bm, np_ // bn, kp // bk
         steps = gb * gi * gj * gk
 
-        def op(role, array, block, changes, depends, dtype=mm.dtype):
-            return {"role": role, "index": 0, "array_shape": array, "block_shape": block, "dtype": dtype,
-                    "itemsize": itemsize(dtype), "buffers": 2, "pipelined": True, "changes": changes,
-                    "depends_on": depends}
-
+        op = functools.partial(_operand, mm)
         kernels.append({
             "name": f"matmul ({mm.source})", "grid": [gb, gi, gj, gk], "steps": steps,
             "dimension_semantics": ["parallel", "parallel", "parallel", "arbitrary"],
@@ -209,6 +206,12 @@ def describe(spec: StagedSpec, point: dict[str, int]) -> list[dict[str, Any]]:
     return kernels
 
 
+def _operand(mm: Matmul, role: str, array: list[int], block: list[int], changes: int, depends: list[bool],
+             dtype: str | None = None) -> dict[str, Any]:
+    """An operand of one of ``mm``'s kernels, in its input dtype unless told."""
+    return pipelined_operand(role, array, block, dtype or mm.dtype, changes, depends)
+
+
 def _describe_direct(mm: Matmul, point: dict[str, int]) -> dict[str, Any]:
     """The direct convolution kernel as the runtime emits it: grid (image, row block), the image whole per step."""
     n, h, w, c, kh, kw, o = mm.direct
@@ -216,11 +219,7 @@ def _describe_direct(mm: Matmul, point: dict[str, int]) -> dict[str, Any]:
     bh = staged_runtime._direct_rows(oh, w, o)
     steps = n * (oh // bh)
 
-    def op(role, array, block, changes, depends, dtype=mm.dtype):
-        return {"role": role, "index": 0, "array_shape": array, "block_shape": block, "dtype": dtype,
-                "itemsize": itemsize(dtype), "buffers": 2, "pipelined": True, "changes": changes,
-                "depends_on": depends}
-
+    op = functools.partial(_operand, mm)
     return {"name": "direct convolution", "grid": [n, oh // bh], "steps": steps,
             "dimension_semantics": ["parallel", "arbitrary"], "vmem_limit_bytes": point.get("VMEM_LIMIT_BYTES"),
             "operands": [op("input", [n, h, wp, c], [1, h, wp, c], n - 1, [True, False]),
