@@ -7,6 +7,7 @@ and keeps the history that roles learn from. Strategies use nothing else.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import threading
@@ -186,7 +187,6 @@ class RunSession:
             self.history = [Attempt(c, verdicts[c.id]) for c in store.candidates(self.run_id) if c.id in verdicts]
         self._budget_lock = threading.Lock()
         self._in_flight = 0
-        self._fingerprint: list[str | None] = []  # computed on the first evaluation
         self.role_log = RoleLog()
         self._log_name = pm.register(self.role_log, name=f"maxkernel-role-log-{self.run_id}")
 
@@ -287,15 +287,19 @@ class RunSession:
 
     def tuning_key(self) -> dict[str, str] | None:
         """The task's key in the tuned-config table (the backend's), computed once per run."""
-        if not hasattr(self, "_tuning_key"):
-            self._tuning_key = self.ctx.backend.tuning_key(self.task, target=self.config.target)
         return self._tuning_key
 
+    # Both asked of the backend once per run (two threads asking at once compute the same value twice).
+    @functools.cached_property
+    def _tuning_key(self) -> dict[str, str] | None:
+        return self.ctx.backend.tuning_key(self.task, target=self.config.target)
+
+    @functools.cached_property
+    def _judge_fingerprint(self) -> str | None:
+        return self.ctx.backend.judge_fingerprint(self.task, target=self.config.target)
+
     def _verdict_key(self, candidate: Candidate) -> str | None:
-        with self._budget_lock:
-            if not self._fingerprint:
-                self._fingerprint.append(self.ctx.backend.judge_fingerprint(self.task, target=self.config.target))
-        fingerprint = self._fingerprint[0]
+        fingerprint = self._judge_fingerprint
         return verdict_key(fingerprint, candidate.code) if fingerprint else None
 
     def _reuse(self, candidate: Candidate, origin: str, verdict: Evaluation) -> Evaluation:

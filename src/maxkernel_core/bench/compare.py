@@ -19,6 +19,7 @@ import attrs
 
 from ..errors import ConfigError
 from .metrics import TaskResult
+from .report import _pct, _x
 from .runner import BenchConfig, BenchResult, run_bench
 
 #: BenchConfig fields a comparison may vary, with how a value is read.
@@ -88,50 +89,38 @@ def comparison(key: str, arms: list[tuple[Any, BenchResult]]) -> dict[str, Any]:
     return {"key": key, "arms": names, "summary": summary, "tasks": tasks, "wins": wins}
 
 
-def _x(value) -> str:
-    return f"{value:.2f}x" if value else "-"
+def _intro(doc: dict[str, Any]) -> str:
+    kinds = {s["speedup_kind"] for s in doc["summary"] if s["speedup_kind"]}
+    return (f"Speedups are {', '.join(sorted(kinds)) or 'not available'} (each arm's kernels against the same XLA "
+            "reference, the same way); evaluations count every verdict an arm asked for.")
+
+
+def _tables(doc: dict[str, Any]) -> list[tuple[list[str], list[list[str]]]]:
+    """(header, rows) of the two tables, as text cells: one row per arm, then one per task."""
+    arms = [[s["arm"], _pct(s["compile_rate"]), _pct(s["correctness_rate"]), _x(s["geomean_speedup"]),
+             *(_pct(s["fast_p"].get(p, 0)) for p in ("1", "1.5", "2")), str(s["evaluations"]), str(s["llm_calls"]),
+             str(s["tokens"]), str(doc["wins"][s["arm"]])] for s in doc["summary"]]
+    tasks = [[t["task"], *(_x(t[a]["speedup"]) if t[a]["status"] == "correct" else t[a]["status"] for a in doc["arms"]),
+              t["winner"]] for t in doc["tasks"]]
+    return [(["arm", "compiled", "correct", "geomean", "fast_1", "fast_1.5", "fast_2", "evaluations", "LLM calls",
+              "tokens", "wins"], arms),
+            (["task", *doc["arms"], "winner"], tasks)]
 
 
 def markdown(doc: dict[str, Any]) -> str:
-    kinds = {s["speedup_kind"] for s in doc["summary"] if s["speedup_kind"]}
-    lines = [f"# Comparison over {doc['key']}", "",
-             f"Speedups are {', '.join(sorted(kinds)) or 'not available'} (each arm's kernels against the same XLA "
-             "reference, the same way); evaluations count every verdict an arm asked for.", "",
-             "| arm | compiled | correct | geomean | fast_1 | fast_1.5 | fast_2 | evaluations | LLM calls | tokens | wins |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for s in doc["summary"]:
-        fp = s["fast_p"]
-        lines.append(f"| {s['arm']} | {s['compile_rate']:.0%} | {s['correctness_rate']:.0%} | {_x(s['geomean_speedup'])} "
-                     f"| {fp.get('1', 0):.0%} | {fp.get('1.5', 0):.0%} | {fp.get('2', 0):.0%} | {s['evaluations']} "
-                     f"| {s['llm_calls']} | {s['tokens']} | {doc['wins'][s['arm']]} |")
-    lines += ["", "| task | " + " | ".join(doc["arms"]) + " | winner |", "| --- |" + " --- |" * (len(doc["arms"]) + 1)]
-    for t in doc["tasks"]:
-        cells = [(_x(t[a]["speedup"]) if t[a]["status"] == "correct" else t[a]["status"]) for a in doc["arms"]]
-        lines.append(f"| {t['task']} | " + " | ".join(cells) + f" | {t['winner']} |")
+    lines = [f"# Comparison over {doc['key']}", "", _intro(doc)]
+    for header, rows in _tables(doc):
+        lines += ["", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 
 def html_page(doc: dict[str, Any]) -> str:
-    """The markdown tables as an HTML page (every cell escaped)."""
-    body, in_table = [], False
-    for line in markdown(doc).splitlines():
-        if line.startswith("|"):
-            if "---" in line:
-                continue
-            cells = [html.escape(c.strip()) for c in line.strip("|").split("|")]
-            tag = "th" if not in_table else "td"
-            body.append(("<table>" if not in_table else "") + "<tr>" + "".join(f"<{tag}>{c}</{tag}>" for c in cells) + "</tr>")
-            in_table = True
-        else:
-            if in_table:
-                body.append("</table>")
-                in_table = False
-            if line.startswith("# "):
-                body.append(f"<h1>{html.escape(line[2:])}</h1>")
-            elif line:
-                body.append(f"<p>{html.escape(line)}</p>")
-    if in_table:
-        body.append("</table>")
+    """The same tables as an HTML page (every cell escaped)."""
+    e = html.escape
+    tables = ["<table><tr>" + "".join(f"<th>{e(c)}</th>" for c in header) + "</tr>"
+              + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in rows) + "</table>"
+              for header, rows in _tables(doc)]
     style = "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;font-family:monospace}"
-    return f"<!doctype html><meta charset=utf-8><title>{html.escape(doc['key'])} comparison</title><style>{style}</style>" \
-           + "\n".join(body) + "\n"
+    return (f"<!doctype html><meta charset=utf-8><title>{e(doc['key'])} comparison</title><style>{style}</style>\n"
+            f"<h1>Comparison over {e(doc['key'])}</h1>\n<p>{e(_intro(doc))}</p>\n" + "\n".join(tables) + "\n")

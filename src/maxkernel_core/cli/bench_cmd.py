@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ..tuned import MODES as TUNED_MODES
 from .app import app_for
 from .commands import executor_options, override_executor
 from .group import cli
@@ -29,7 +30,7 @@ from .group import cli
               help="Judge ready kernels (ID.py or ID/kernel.py per task) instead of running a strategy.")
 @click.option("--jobs", type=int, default=1, show_default=True, help="Tasks in flight at once.")
 @click.option("--resume", metavar="BENCH_ID", help="Continue a stopped or killed bench.")
-@click.option("--tuned", type=click.Choice(["use", "refresh", "off"]),
+@click.option("--tuned", type=click.Choice(TUNED_MODES),
               help="The tuned-config table for each task's run: use, refresh (search anew), off (default run.tuned).")
 @click.option("--compare", metavar="KEY=V1,V2",
               help="Run the suite once per value (strategy, provider, model, target, budget, seed, tuned) and "

@@ -15,6 +15,7 @@ from rich.table import Table
 from ..errors import TaskError
 from ..plugins import DISCOVERY_HOOKS
 from ..serialize import to_json
+from ..tuned import MODES as TUNED_MODES
 from .app import App, app_for
 from .group import cli
 from .progress import RunProgress, report_result
@@ -227,7 +228,7 @@ def providers_cmd(as_json: bool) -> None:
 @click.option("--seed", type=int)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Output folder (default run.out).")
 @click.option("--resume", "resume", metavar="RUN_ID", help="Continue a stopped or killed run.")
-@click.option("--tuned", type=click.Choice(["use", "refresh", "off"]),
+@click.option("--tuned", type=click.Choice(TUNED_MODES),
               help="The tuned-config table: use (start from a matching entry), refresh (search anew), off.")
 @executor_options
 def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resume, tuned, executor,

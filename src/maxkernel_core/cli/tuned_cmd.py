@@ -94,10 +94,13 @@ def tuned_check(ctx, path: Path | None) -> int:
     app = app_for(ctx)
     entries = ([from_json(e, TunedConfig) for e in _read(path).get("entries", [])] if path
                else app.store.tuned_configs())
+    installed_by_backend: dict[str, str | None] = {}
     misses = []
     for entry in entries:
         name = entry.key.get("backend", app.settings.run.backend)
-        installed = app.pm.registries.get("backend", name).cls(app.settings).tuning_versions()
+        if name not in installed_by_backend:  # one backend instance per backend named, not per entry
+            installed_by_backend[name] = app.pm.registries.get("backend", name).cls(app.settings).tuning_versions()
+        installed = installed_by_backend[name]
         if installed is not None and entry.key.get("versions") != installed:
             misses.append(f"{entry.task_id} ({entry.key.get('target')}): tuned under {entry.key.get('versions')}, "
                           f"installed {installed}")

@@ -22,7 +22,7 @@ from maxkernel_core import Task
 from maxkernel_core.serialize import to_json
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
-VERSIONED = ("jax", "jaxlib", "libtpu", "maxkernel")
+COMPILERS = ("jax", "jaxlib", "libtpu")
 
 
 def _version(dist: str) -> str:
@@ -34,7 +34,7 @@ def _version(dist: str) -> str:
 
 def compiler_versions() -> str:
     """jax, jaxlib and libtpu as installed: a tuned kernel is kept per these (another version is a miss)."""
-    return ", ".join(f"{dist} {_version(dist)}" for dist in ("jax", "jaxlib", "libtpu"))
+    return ", ".join(f"{dist} {_version(dist)}" for dist in COMPILERS)
 
 
 def _files_digest(paths: list[Path]) -> str:
@@ -70,7 +70,7 @@ def judge_fingerprint(task: Task, target: str, eval_settings) -> str:
         "task": task_digest(task),
         "target": target,
         "eval": repr(eval_settings),
-        "versions": {dist: _version(dist) for dist in VERSIONED},
+        "versions": f"{compiler_versions()}, maxkernel {_version('maxkernel')}",
         "judge": judge_source_digest(),
         "calibration": calibration_digest(target),
         "machine": platform.node(),
