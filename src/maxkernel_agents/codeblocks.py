@@ -3,7 +3,7 @@
 Models answer with fenced blocks (```python, ```py, ``` bare), sometimes several
 (a helper, then the module; or a "before" and an "after"), sometimes with prose
 around them, sometimes cut off mid-block. The rules: prefer blocks that define
-``computation``; among those, the last complete one (models put the final
+``computation`` (or ``class ModelNew``, KernelBench's answer to a KernelBench-style task); among those, the last complete one (models put the final
 version last); an unterminated block counts only if it parses; never return
 something that does not parse.
 """
@@ -38,7 +38,8 @@ def _defines_computation(code: str) -> bool:
         tree = ast.parse(code)
     except SyntaxError:
         return False
-    return any(isinstance(n, ast.FunctionDef) and n.name == "computation" for n in tree.body)
+    return any((isinstance(n, ast.FunctionDef) and n.name == "computation")
+               or (isinstance(n, ast.ClassDef) and n.name == "ModelNew") for n in tree.body)
 
 
 def code_blocks(text: str) -> list[tuple[str, str, bool]]:

@@ -173,6 +173,9 @@ class EvalStatus(enum.StrEnum):
     REJECTED = "rejected"
     COMPILE_ERROR = "compile_error"
     INCORRECT = "incorrect"
+    #: passed every check that could run, but correctness could not be checked (no size small enough for
+    #: the machine): never ok, never incorrect
+    UNVERIFIED = "unverified"
     TIMEOUT = "timeout"
     CRASHED = "crashed"
 

@@ -13,7 +13,7 @@ from typing import Any
 
 WIDTH, HEIGHT, PAD = 720, 260, 40
 COLOURS = {"ok": "#2a7", "incorrect": "#c33", "compile_error": "#d80", "rejected": "#a3a", "timeout": "#888",
-           "crashed": "#555"}
+           "crashed": "#555", "unverified": "#b9a000"}
 
 
 def _progress_svg(rows: list[dict[str, Any]]) -> str:

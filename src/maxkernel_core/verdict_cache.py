@@ -19,7 +19,8 @@ import hashlib
 from .records import EvalStatus
 
 #: Verdicts that follow from the code and the judge alone: safe to reuse for identical code.
-REUSABLE = frozenset({EvalStatus.OK, EvalStatus.REJECTED, EvalStatus.COMPILE_ERROR, EvalStatus.INCORRECT})
+REUSABLE = frozenset({EvalStatus.OK, EvalStatus.REJECTED, EvalStatus.COMPILE_ERROR, EvalStatus.INCORRECT,
+                      EvalStatus.UNVERIFIED})
 
 
 def canonical_code(code: str) -> str:

@@ -42,3 +42,10 @@ def test_json_extraction():
         "tiling": "512", "parameters": {"B": 1}}
     assert extract_json('inline {"a": 1} here') == {"a": 1}
     assert extract_json("nothing") is None
+
+
+def test_a_kernelbench_answer_defining_modelnew_is_a_module():
+    answer = "import jax\n\nclass ModelNew:\n    def forward(self, x):\n        return x\n"
+    reference = "class Model:\n    def forward(self, x):\n        return x\n"
+    text = f"The reference:\n```python\n{reference}```\nMy kernel:\n```python\n{answer}```"
+    assert extract_module(text) == answer

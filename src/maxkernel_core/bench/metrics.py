@@ -22,7 +22,9 @@ class TaskResult:
     """One task's outcome in a bench: what passed, how fast, what it cost."""
 
     task_id: str
-    status: str  # "correct" | "failed" | "error" (the task or the run could not be completed)
+    #: "correct" | "failed" | "unverified" (compiled and proven, but its outputs could not be checked) |
+    #: "error" (the task or the run could not be completed)
+    status: str
     reason: str = ""
     run_id: str | None = None
     compiled: bool = False
@@ -86,6 +88,8 @@ def suite_metrics(results: list[TaskResult]) -> dict[str, Any]:
         "correct": correct,
         "compile_rate": sum(r.compiled for r in results) / n if n else 0.0,
         "correctness_rate": correct / n if n else 0.0,
+        "unverified": sum(r.status == "unverified" for r in results),
+        "errors": sum(r.status == "error" for r in results),
         # fast_0 in KernelBench's definition is the correctness rate, whatever the speed figures.
         "fast_0": correct / n if n else 0.0,
         "speed": [_speed_figures(results, kind) for kind in kinds],

@@ -23,7 +23,7 @@ from attrs import asdict, define, frozen
 from ..config import Settings
 from ..errors import MaxKernelError, TaskError
 from ..interfaces import Backend, Executor, TaskRef
-from ..records import Attempt, Candidate, Provenance, RunConfig
+from ..records import Attempt, Candidate, EvalStatus, Provenance, RunConfig
 from ..store import RunStore
 from .metrics import TaskResult, suite_metrics
 
@@ -97,6 +97,10 @@ def result_of_run(store: RunStore, run_id: str, best, wall_s: float, kernel: Pat
     if best is None:
         last = evaluations[-1] if evaluations else None
         reason = f"no verified kernel; last verdict {last.status.value}: {last.reason}" if last else "no candidate"
+        # passed every check that could run, but nothing could check its outputs: counted apart, never failed
+        unverified = next((e for e in evaluations if e.status == EvalStatus.UNVERIFIED), None)
+        if unverified is not None:
+            return TaskResult(store.get_run(run_id).task_id, "unverified", unverified.reason[:500], **common)
         return TaskResult(store.get_run(run_id).task_id, "failed", reason[:500], **common)
     ev = best.evaluation
     p = ev.profile

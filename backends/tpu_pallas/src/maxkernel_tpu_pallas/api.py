@@ -22,18 +22,26 @@ from .targets import TARGETS, check_target
 
 __all__ = [
     "MAX_GLUE_MATMUL_SHARE", "MAX_GLUE_WORK_SHARE", "TARGETS", "VMEM_HEADROOM", "check_target", "chip_facts",
-    "estimate", "fits_vmem", "load_reference", "reference_inputs", "scoped_vmem_limit", "vmem_capacity", "work_stats",
+    "derived_small", "estimate", "fits_vmem", "load_reference", "reference_inputs", "reference_source", "scoped_vmem_limit", "vmem_capacity", "work_stats",
 ]
 
 def load_reference(task: Task):
-    """The task's reference module, imported in this process as the judge's worker imports it.
+    """The task's reference module, imported in this process as the judge's worker imports it (a
+    KernelBench-style module with the judge's entry added: ``task.metadata["entry"]``).
 
     Only trusted task code belongs here (a task is the user's own file, never a candidate).
     """
-    from .judge.inputs import load_module
+    from .judge.task_module import load_task_module
 
     module_path = task.metadata["module"]
-    return load_module(module_path, f"maxkernel_reference_{abs(hash(module_path))}")
+    return load_task_module(task.metadata, f"maxkernel_reference_{abs(hash(module_path))}")
+
+
+def reference_source(task: Task) -> str:
+    """The reference module's text as the judge runs it (with the entry a KernelBench-style module gets)."""
+    from .judge.task_module import module_source
+
+    return module_source(task.metadata)
 
 
 def reference_inputs(task: Task, module, size: str = "full") -> tuple[list[Any], tuple]:
@@ -41,6 +49,19 @@ def reference_inputs(task: Task, module, size: str = "full") -> tuple[list[Any],
     from .judge.inputs import abstract_full
 
     return abstract_full(module, task.metadata, size=size)
+
+
+def derived_small(task: Task, module) -> tuple[Any, list[Any], tuple] | None:
+    """(entry, abstract inputs, static arguments) at the small size the judge derives for a task without one
+    (judge/small_size.py), or None when none can be derived."""
+    from .judge.inputs import abstract_full
+    from .judge.small_size import derive, set_bytes
+
+    shapes, _ = abstract_full(module, task.metadata)
+    small, _how = derive(task.metadata, set_bytes(shapes))
+    if small is None:
+        return None
+    return (getattr(small, task.metadata["entry"]), *abstract_full(small, task.metadata))
 
 
 def work_stats(closed_jaxpr) -> dict[str, Any]:

@@ -83,6 +83,14 @@ class TpuPallasBackend(Backend):
         source = Path(task.metadata["module"]).read_text()
         entry, inputs_fn = task.metadata["entry"], task.metadata["inputs_fn"]
         sizes = " and ".join(task.sizes)
+        if task.metadata.get("wrap") == "kernelbench":
+            return (f"{task.description}\n\nReference (KernelBench-style module; the full size is what is "
+                    f"compiled and timed):\n\n```python\n{source.strip()}\n```\n\nAnswer with a module defining "
+                    "`class ModelNew` with the same `__init__` arguments as `Model` and a `forward` that uses Pallas "
+                    "kernels. The judge sets the reference's weights (the array attributes of `Model`, under the "
+                    "same names) on your instance before calling `forward`, so read them from `self`; it may check "
+                    "correctness at a smaller size than the full one, so take shapes from the inputs. "
+                    f"Match within atol={task.atol}, rtol={task.rtol}.")
         return (f"{task.description}\n\nReference ({task.format} format; `{entry}` is the computation to "
                 f"reimplement with Pallas kernels, `{inputs_fn}` makes its inputs; sizes: {sizes}, the "
                 f"full size is what is compiled and timed):\n\n```python\n{source.strip()}\n```\n\n"

@@ -15,7 +15,7 @@ from rich.table import Table
 from .targets import TARGETS
 
 STATUS_STYLE = {"ok": "bold green", "rejected": "bold red", "compile_error": "bold red", "incorrect": "bold red",
-                "timeout": "bold yellow", "crashed": "bold yellow"}
+                "timeout": "bold yellow", "crashed": "bold yellow", "unverified": "bold yellow"}
 
 
 def _print_evaluation(evaluation, task, kernel: Path) -> None:

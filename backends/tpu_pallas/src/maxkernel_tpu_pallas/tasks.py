@@ -18,6 +18,9 @@ Two formats, as they are found in the wild:
    when it takes a dtype; trailing inputs that are plain Python values (a size such as
    ``max_expert_size``) stay static instead of being traced.
 
+3. **KernelBench-style module**: ``class Model``, ``get_inputs()``, ``get_init_inputs()``
+   (kernelbench.py).
+
 The code is parsed (``ast``), not imported: the functions it must define and the
 parameters they take are checked here, and running it is the worker's job.
 """
@@ -30,6 +33,8 @@ from typing import Any
 
 import yaml
 from maxkernel_core import Task, TaskError, TaskRef
+
+from .kernelbench import KERNELBENCH_FORMAT, load_kernelbench_task, looks_like_kernelbench
 
 BACKEND = "tpu_pallas"
 MAXKERNEL_FORMAT = "maxkernel"
@@ -211,10 +216,12 @@ def load_task_at(path: Path) -> Task:
         return load_jaxbench_task(path / JAXBENCH_BASELINE)
     if path.is_dir():
         return load_maxkernel_task(path)
+    if path.is_file() and path.suffix == ".py" and not looks_like_jaxbench(path) and looks_like_kernelbench(path):
+        return load_kernelbench_task(path, _parse)
     if path.is_file() and path.suffix == ".py":
         return load_jaxbench_task(path)
     raise TaskError(f"{path}: not a task (expected a folder with kernel_task.yaml and reference.py, a JAXBench "
-                    "workload folder with baseline.py, or a JAXBench .py module)")
+                    "workload folder with baseline.py, a JAXBench .py module, or a KernelBench-style module)")
 
 
 def discover(root: Path) -> list[TaskRef]:
@@ -226,7 +233,8 @@ def discover(root: Path) -> list[TaskRef]:
     elif root.is_dir():
         candidates = sorted(
             p for p in root.iterdir()
-            if (p.is_dir() and (is_maxkernel_task(p) or is_jaxbench_folder(p))) or (p.is_file() and looks_like_jaxbench(p))
+            if (p.is_dir() and (is_maxkernel_task(p) or is_jaxbench_folder(p)))
+            or (p.is_file() and (looks_like_jaxbench(p) or looks_like_kernelbench(p)))
         )
     else:
         return []
@@ -236,7 +244,8 @@ def discover(root: Path) -> list[TaskRef]:
             task = load_task_at(path)
             refs.append(TaskRef(task.id, task.path, task.format, BACKEND, task.sizes, task.dtype))
         except TaskError as exc:
-            fmt = JAXBENCH_FORMAT if path.is_file() or is_jaxbench_folder(path) else MAXKERNEL_FORMAT
+            fmt = (KERNELBENCH_FORMAT if path.is_file() and not looks_like_jaxbench(path) else
+                   JAXBENCH_FORMAT if path.is_file() or is_jaxbench_folder(path) else MAXKERNEL_FORMAT)
             refs.append(TaskRef(path.stem, str(path), fmt, BACKEND, problem=str(exc)))
     return refs
 

@@ -13,15 +13,16 @@ import json
 import os
 from typing import Any
 
+# The orchestrator only traces references here (before jax is imported: it reads these once); never let it
+# claim a TPU the workers need.
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+
 from maxkernel_core import Candidate, Decline, LLMProvider, Move, Plan, Provenance, Readiness, hookimpl
 from maxkernel_core.errors import PluginError
 from maxkernel_core.llm import LLMError
 
 from .synthesis import NAME, Synthesis, synthesis
-
-# The orchestrator only traces references here; never let it claim a TPU the workers need.
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
-os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 
 
 class OfflineProvider(LLMProvider):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Any
 
 from attrs import frozen
@@ -121,8 +120,8 @@ def synthesize(task, target: str) -> Synthesis:
         raise OfflineDeclined(f"the offline synthesizer has no template for task {task.id}: the {analysis.template} "
                               f"template does not fit: {need} of VMEM, the limit on {target} is "
                               f"{limit >> 20} MiB ({analysis.why})")
-    return Synthesis(analysis, dtype, ranked, len(shapes), Path(task.metadata["module"]).read_text(),
-                     task.metadata["entry"], numbers)
+    return Synthesis(analysis, dtype, ranked, len(shapes), api.reference_source(task), task.metadata["entry"],
+                     numbers)
 
 
 def vmem_limit(target: str) -> int:
@@ -140,13 +139,23 @@ def _smallest(ranked) -> float:
 
 
 def _analyse(task, module, fn, shapes, static) -> tuple[Analysis, Any]:
-    """The template for the reference at full size, with its size-dependent constants bound by the small size."""
+    """The template for the reference at full size, with its size-dependent constants bound by the small size
+    (the task's own, else the one the judge derives)."""
     from maxkernel_tpu_pallas import api
 
     analysis = analyse(trace_reference(fn, shapes, static))
-    small = None
-    if "small" in task.sizes and analysis.template not in ("batch", "staged"):
-        small = analyse(trace_reference(fn, *api.reference_inputs(task, module, size="small")))
+    if analysis.template in ("batch", "staged"):
+        return analysis, None
+    if "small" in task.sizes:
+        return _bind(analysis, analyse(trace_reference(fn, *api.reference_inputs(task, module, size="small"))))
+    small = _derived_small(task, module)
+    try:
+        return _bind(analysis, small)
+    except Declined:  # a derived size the template cannot follow: its constants stay the full size's
+        return _bind(analyse(trace_reference(fn, shapes, static)), None)
+
+
+def _bind(analysis: Analysis, small: Analysis | None) -> tuple[Analysis, Any]:
     if analysis.template == "attention":
         from .attention import bind_sizes, literal_texts
 
@@ -158,6 +167,20 @@ def _analyse(task, module, fn, shapes, static) -> tuple[Analysis, Any]:
     if small is not None:  # constants that depend on the size (1/D)
         bind_size_literals(analysis.program, small.program, dims(analysis), dims(small))
     return analysis, None
+
+
+def _derived_small(task, module) -> Analysis | None:
+    """The analysis at the small size the judge derives for a task without one (so size-dependent constants
+    become expressions of the dims and the kernel checks there); None when there is none or it cannot be read."""
+    from maxkernel_tpu_pallas import api
+
+    derived = api.derived_small(task, module)
+    if derived is None:
+        return None
+    try:
+        return analyse(trace_reference(*derived))
+    except Declined:
+        return None
 
 
 def _dtype(analysis: Analysis) -> str:

@@ -125,11 +125,12 @@ def _timing(full: export.Exported, job: dict[str, Any], emit: Emit, stage: Calla
     from pathlib import Path
 
     from . import inputs as task_inputs
+    from .task_module import load_task_module
     from .timing import time_on_device
 
     stage("timing")
     try:
-        reference = task_inputs.load_module(job["task"]["module"], "maxkernel_reference_task")
+        reference = load_task_module(job["task"], "maxkernel_reference_task")
         (dyn, _static), *_ = task_inputs.call_inputs(reference, job["task"], size="full", seed=None)
         timing, out = time_on_device(full.call, dyn, trace_root=Path(job["scratch"]) / "trace")
     except Exception as exc:

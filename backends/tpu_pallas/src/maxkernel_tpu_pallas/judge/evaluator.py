@@ -34,8 +34,9 @@ from ..sandbox.pool import JobOutcome, Limits, WorkerPool
 from ..targets import check_target
 from .verdict import Verdict, crash_reason
 
-#: A task without a small size is still checked on CPU at full size while its inputs stay under this.
-FULL_SIZE_CPU_INPUT_BYTES = 256 << 20
+#: A task without its own small size is checked on CPU at full size while one input set (every input of one
+#: call) is at most this; above it, at a derived small size (judge/small_size.py), or not at all: unverified.
+FULL_SIZE_CPU_INPUT_BYTES = 16 << 20
 
 
 @frozen
@@ -150,7 +151,8 @@ class Evaluator:
         check_target(target)
         ref = self.reference(task, target)
         job = {"kind": "trace", "target": target, "full_shapes": ref.full_shapes, "static_full": ref.static_full,
-               "check_sizes": ref.check_sizes, "entry": task.metadata.get("entry", "computation")}
+               "check_sizes": ref.check_sizes, "entry": task.metadata.get("entry", "computation"),
+               "wrap": task.metadata.get("wrap", "")}
         traced = self.pool.run_untrusted(job, [], files={"candidate.py": candidate.code})
         return Verdict(self, task, candidate, target, ref).judge(traced)
 
@@ -160,7 +162,8 @@ class Evaluator:
         evaluation will say why)."""
         ref = self.reference(task, target)
         job = {"kind": "trace", "target": target, "full_shapes": ref.full_shapes, "static_full": ref.static_full,
-               "check_sizes": [], "describe_only": True, "entry": task.metadata.get("entry", "computation")}
+               "check_sizes": [], "describe_only": True, "entry": task.metadata.get("entry", "computation"),
+               "wrap": task.metadata.get("wrap", "")}
         traced = self.pool.run_untrusted(job, [], files={"candidate.py": candidate.code})
         described = traced.last("kernels")
         if traced.status != "done" or described is None or "error" in described[0] or not described[0]["kernels"]:

@@ -22,6 +22,7 @@ from . import inputs as task_inputs
 from . import program
 from .compile import compile_for_target
 from .hlo_work import program_work
+from .task_module import load_task_module
 from .work import work_stats
 
 Emit = Callable[..., None]
@@ -74,10 +75,28 @@ def check_sizes(sets: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[
     return sizes, which
 
 
+def _check_inputs(module, meta, job, shapes, fn) -> tuple[list[dict[str, Any]], Any, str]:
+    """(input sets, the function they are checked with, a note on their size). A task without its own small
+    size is checked at full size while one set is at most the CPU limit; above it, at a derived small size;
+    with none, not at all (the verdict is then ``unverified``)."""
+    full_bytes = sum(s.size * s.dtype.itemsize for s in shapes)
+    if job["size"] != "full" or _on_tpu() or full_bytes <= job["max_full_input_bytes"]:
+        return task_inputs.input_sets(module, meta, fresh=int(job["fresh"]), size=job["size"]), fn, ""
+    from .small_size import derive
+
+    small, how = derive(meta, full_bytes)
+    too_big = (f"the task has no small size and one full-size input set ({full_bytes / 2**20:.0f} MiB) is over "
+               f"the {job['max_full_input_bytes'] / 2**20:.0f} MiB a CPU correctness run takes")
+    if small is None:
+        return [], fn, f"{too_big}, and no small size could be derived: {how}"
+    return (task_inputs.input_sets(small, meta, fresh=int(job["fresh"]), size="full"), getattr(small, meta["entry"]),
+            f"at {how}")
+
+
 def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
     meta = job["task"]
     stage("import reference")
-    module = task_inputs.load_module(meta["module"], "maxkernel_reference_task")
+    module = load_task_module(meta, "maxkernel_reference_task")
     fn = getattr(module, meta["entry"])
     stage("full-size shapes")
     shapes, static_full = task_inputs.abstract_full(module, meta)
@@ -86,25 +105,18 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
     work = work_stats(traced_full)
     flops = float(module.get_flops()) if meta.get("has_flops") else None
     stage("input sets")
-    full_bytes = sum(s.size * s.dtype.itemsize for s in shapes)
-    note = ""
-    if job["size"] == "full" and not _on_tpu() and full_bytes * (int(job["fresh"]) + 1) > job["max_full_input_bytes"]:
-        sets = []  # too big to check in interpret mode: say so rather than pretend
-        note = (f"the task has no small size and its full-size inputs ({full_bytes / 2**20:.0f} MiB) are too large "
-                "for a CPU correctness run")
-    else:
-        sets = task_inputs.input_sets(module, meta, fresh=int(job["fresh"]), size=job["size"])
+    sets, check_fn, note = _check_inputs(module, meta, job, shapes, fn)
     expected = []
     for i, s in enumerate(sets):
         stage(f"reference outputs, set {i}")
         # The expected values are the exact math: on a TPU, float32 matmuls default to one bf16
         # pass, and a kernel that really computes in float32 must not be judged against that.
         with jax.default_matmul_precision("highest"):
-            expected.append(_flat(jax.jit(lambda *d, _s=s["static"]: fn(*d, *_s))(*s["dynamic"])))
+            expected.append(_flat(jax.jit(lambda *d, _s=s["static"]: check_fn(*d, *_s))(*s["dynamic"])))
     stage("the precision the reference needs")
     from ..profiling.precision import reference_precision
 
-    precision = reference_precision(fn, sets, expected, job.get("atol", 0.0), job.get("rtol", 0.0))
+    precision = reference_precision(check_fn, sets, expected, job.get("atol", 0.0), job.get("rtol", 0.0))
     stage("compile reference for the target")
     xla = compile_for_target(lambda *d: fn(*d, *static_full), shapes, job["target"], meta["module"],
                              timeout_s=job.get("compile_timeout_s"), precision=precision["precision"],
@@ -119,7 +131,7 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
     works = [program_work_of(traced_full, job["target"], owns)]
     for spec in sizes:
         small = [jax.ShapeDtypeStruct(tuple(a["shape"]), a["dtype"]) for a in spec["shapes"]]
-        traced = _trace(fn, small, task_inputs.decode_static(spec["static"]))
+        traced = _trace(check_fn, small, task_inputs.decode_static(spec["static"]))
         works.append(program_work_of(traced, job["target"], owns))
     emit({
         "type": "reference",
@@ -144,6 +156,6 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
         from .timing import time_on_device
 
         stage("time reference")
-        (dyn, static), *_ = task_inputs.call_inputs(module, meta, size="full", seed=None)
+        (dyn, static), *_ = task_inputs.call_inputs(module, meta, size="full", seed=None)  # the real full size
         timing, out = time_on_device(lambda *d: fn(*d, *static), dyn, trace_root=Path(job["scratch"]) / "ref-trace")
         emit({"type": "reference_timing", **timing}, _flat(out))

@@ -43,7 +43,18 @@ def error_record(exc: BaseException, source_file: str | None = None) -> dict[str
         "message": (str(exc).replace(source_file, "candidate.py") if source_file else str(exc))[:1500],
         "line": where.lineno if mine else None,
         "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4))[-2500:],
+        "hint": _api_hint(exc),
     }
+
+
+def _api_hint(exc: BaseException) -> str:
+    """What the installed jax offers instead of a name or signature the candidate used (api_drift.py)."""
+    from .api_drift import hint
+
+    try:
+        return hint(exc)[:400]
+    except Exception:  # a hint must never cost the verdict its reason
+        return ""
 
 
 def _blob(data: bytes) -> np.ndarray:
@@ -93,7 +104,7 @@ def _trace(fn, shapes, static, target: str):
         return jax.make_jaxpr(lambda *d: fn(*d, *static))(*shapes)
 
 
-def _load(source: str, emit: Emit, entry: str = "computation"):
+def _load(source: str, emit: Emit, entry: str = "computation", wrap: str = ""):
     try:
         module = task_inputs.load_module(source, "candidate")
     except SystemExit as exc:
@@ -106,12 +117,30 @@ def _load(source: str, emit: Emit, entry: str = "computation"):
     fn = getattr(module, "computation", None)
     if not callable(fn):  # a JAXBench-style candidate names its function as the task's workload does
         fn = getattr(module, entry, None)
+    if not callable(fn) and wrap == "kernelbench":  # a KernelBench-style answer: class ModelNew (or Model)
+        fn = _kernelbench_entry(module, source, emit)
+        if fn is False:
+            return None
     if not callable(fn):
         names = "computation()" + (f" (or {entry}(), as the task's reference does)" if entry != "computation" else "")
+        if wrap == "kernelbench":
+            names = "computation() and no class ModelNew or Model (a KernelBench-style answer)"
         emit({"type": "check", "name": "load", "ok": False,
               "error": {"type": "MissingEntry", "message": f"the module defines no function {names}", "line": None}})
         return None
     return fn
+
+
+def _kernelbench_entry(module, source: str, emit: Emit):
+    """The judge's entry for a ModelNew/Model candidate; None when it has no such class, False when adding it
+    failed (reported)."""
+    from .task_module import add_kernelbench_entry
+
+    try:
+        return add_kernelbench_entry(module)
+    except BaseException as exc:
+        emit({"type": "check", "name": "load", "ok": False, "error": error_record(exc, source)})
+        return False
 
 
 def _abstract(spec: dict[str, Any]) -> tuple[list[jax.ShapeDtypeStruct], tuple]:
@@ -132,7 +161,7 @@ def run_trace(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: 
     watchers = _watchers()  # compared here, in this running frame, whose own code cannot be swapped
     threads_before = {t.ident for t in threading.enumerate()}
     stage("import")
-    fn = _load(source, emit, job.get("entry", "computation"))
+    fn = _load(source, emit, job.get("entry", "computation"), job.get("wrap", ""))
     if fn is None:
         return
     swapped = [f"{f.__module__}.{f.__qualname__}" for f, code in watchers if f.__code__ is not code]

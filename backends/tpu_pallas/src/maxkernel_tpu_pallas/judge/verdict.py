@@ -100,7 +100,7 @@ class Verdict:
             line = f" (candidate line {err['line']})" if err.get("line") else ""
             at = "full size" if not (trace or {}).get("size") else f"check size {trace['size']}"
             return self.done(EvalStatus.COMPILE_ERROR, f"tracing computation() at {at} failed: {err['type']}: "
-                             f"{err['message']}{line}")
+                             f"{err['message']}{line}{_hint(err)}")
         return self._after_trace(traced, trace)
 
     def _load_and_integrity(self, traced: JobOutcome) -> Evaluation | None:
@@ -116,7 +116,7 @@ class Verdict:
                                      f"while importing the module: {err['message']}")
                 line = f" (candidate line {err['line']})" if err.get("line") else ""
                 return self.done(EvalStatus.COMPILE_ERROR, f"importing the module failed: {err['type']}: "
-                                 f"{err['message']}{line}")
+                                 f"{err['message']}{line}{_hint(err)}")
             if name == "integrity" and not header["ok"]:
                 return self._patched(header["patched"], header["when"])
         if any(h["name"] == "integrity" for h, _ in traced.all("check")):
@@ -251,9 +251,9 @@ class Verdict:
 
     def _correctness(self, checked: JobOutcome) -> Evaluation:
         ref, task, cand = self.ref, self.task, self.cand
-        if not ref.sets:
+        if not ref.sets:  # nothing was found wrong, and nothing was checked: never ok, never incorrect
             self.checks.append(CheckResult("correctness", False, ref.note or "not run"))
-            return self.done(EvalStatus.INCORRECT, f"correctness was not verified: {ref.note or 'no input sets'}")
+            return self.done(EvalStatus.UNVERIFIED, f"correctness was not checked: {ref.note or 'no input sets'}")
         results = checked.all("outputs")
         worst_abs = worst_rel = 0.0
         per_set = []
@@ -276,7 +276,8 @@ class Verdict:
         if len(results) != len(ref.sets):
             return self.done(EvalStatus.CRASHED, f"only {len(results)} of {len(ref.sets)} input sets reported")
         mode = "on the TPU" if ref.platform == "tpu" else "in Pallas interpret mode on CPU"
-        msg = f"{len(results)} input sets match the reference {mode} (max abs error {worst_abs:.3g})"
+        at = f", {ref.note}" if ref.note else ""  # e.g. "at a derived small size (batch_size 1024->256, ...)"
+        msg = f"{len(results)} input sets match the reference {mode}{at} (max abs error {worst_abs:.3g})"
         self.checks.append(CheckResult("correctness", True, msg, {"sets": per_set}))
         report = TestReport(cand.id, True, len(results), worst_abs, worst_rel, msg, {"sets": per_set})
         profile, failure = self._timing(checked)
@@ -319,6 +320,11 @@ class Verdict:
                        details=measured, roofline_fraction=fraction,
                        arithmetic_intensity=est.arithmetic_intensity if est is not None else None,
                        fits_memory=est.fits_vmem if est is not None else None), None
+
+
+def _hint(err: dict[str, Any]) -> str:
+    """The installed jax's alternative to a name or signature the candidate used, as a sentence to act on."""
+    return f". API of the installed jax: {err['hint']}" if err.get("hint") else ""
 
 
 def reference_details(ref) -> dict[str, Any]:

@@ -1,0 +1,105 @@
+"""A small size for a task that has none, derived from its size constants (runs where the task's code runs).
+
+Most KernelBench-style tasks give one size, often far too large for a CPU correctness run in
+interpret mode (4096 x 393216 floats). Their sizes are module constants (``batch_size = 1024``,
+``input_shape = (32768,)``, JAXBench's ``CONFIG``), so the module is run again with those
+constants shrunk:
+
+- a value ``v`` above ``m`` becomes ``m`` when ``m`` divides it, else ``m + v % m``: every power of
+  two up to ``m`` divides the new value exactly when it divided the old one (a dim that was a
+  multiple of 128 stays one, a ragged dim stays ragged by the same amount), and equal values stay
+  equal (a square matrix stays square);
+- values up to 8 (kernel sizes, strides, dims, groups) never change;
+- ``m`` goes down from 1024 until one input set is under ``SMALL_SET_BYTES``: the gentlest
+  shrink that is small enough, so the check stays as close to the full size as it can;
+- a shrink that breaks the module (a reshape that needed the old ratio) is tried constant by
+  constant, keeping those that still trace.
+
+The full size is still what is compiled, proven and timed; only correctness uses this size, and
+the verdict names it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+
+from . import inputs as task_inputs
+from .task_module import load_task_module, size_constants
+
+#: The shrink levels, gentlest first.
+LEVELS = (1024, 512, 256, 128, 64, 32, 16, 8)
+#: A derived size aims at one input set (weights included) of at most this many bytes.
+SMALL_SET_BYTES = 4 << 20
+
+
+def shrink(value: Any, m: int) -> Any:
+    if isinstance(value, tuple):
+        return tuple(shrink(v, m) for v in value)
+    if value <= m:
+        return value
+    return m if value % m == 0 else m + value % m
+
+
+def set_bytes(shapes) -> int:
+    return sum(s.size * s.dtype.itemsize for s in shapes)
+
+
+def _try(meta: dict[str, Any], overrides: dict[str, Any], tag: str):
+    """(module, input bytes) when the task's module still makes inputs and traces at these constants, else None."""
+    try:
+        module = load_task_module(meta, f"maxkernel_small_{abs(hash(meta['module']))}_{tag}", overrides)
+        shapes, static = task_inputs.abstract_full(module, meta)
+        fn = getattr(module, meta["entry"])
+        jax.eval_shape(lambda *d: fn(*d, *static), *shapes)
+    except Exception:
+        return None
+    return module, set_bytes(shapes)
+
+
+def _at_level(meta, constants, m: int):
+    """The module at shrink level m (all constants, else those that keep it working, largest first)."""
+    wanted = {k: shrink(v, m) for k, v in constants.items() if shrink(v, m) != v}
+    if not wanted:
+        return None
+    whole = _try(meta, wanted, str(m))
+    if whole is not None:
+        return wanted, *whole
+    kept: dict[str, Any] = {}
+    best = None
+    for name in sorted(wanted, key=lambda k: -_largest(constants[k])):
+        tried = _try(meta, {**kept, name: wanted[name]}, f"{m}_{len(kept)}")
+        if tried is not None:
+            kept[name] = wanted[name]
+            best = (dict(kept), *tried)
+    return best
+
+
+def _largest(value: Any) -> int:
+    return max(value) if isinstance(value, tuple) else value
+
+
+def derive(meta: dict[str, Any], full_bytes: int) -> tuple[Any, str] | tuple[None, str]:
+    """(module at the derived size, what changed) or (None, why no small size could be derived)."""
+    from .task_module import module_source
+
+    constants = size_constants(module_source(meta))
+    scalable = {k: v for k, v in constants.items() if _largest(v) > LEVELS[-1]}
+    if not scalable:
+        return None, "the module has no size constants above 8 to shrink (sizes written inside its functions)"
+    best = None
+    for m in LEVELS:
+        found = _at_level(meta, scalable, m)
+        if found is None:
+            continue
+        overrides, module, nbytes = found
+        if nbytes < full_bytes and (best is None or nbytes < best[2]):
+            best = found
+        if nbytes <= SMALL_SET_BYTES:
+            break
+    if best is None:
+        return None, "shrinking its size constants breaks the module at every level"
+    overrides, module, nbytes = best
+    changed = ", ".join(f"{k} {constants[k]}->{v}" for k, v in overrides.items())
+    return module, f"a derived small size ({changed}; {nbytes / 2**20:.2f} MiB per input set)"

@@ -1,0 +1,156 @@
+"""A task's module as the workers import it: its own source, optionally with size constants replaced, and for
+a KernelBench-style module the function of its inputs the judge calls.
+
+A KernelBench-style module (``class Model`` with ``__init__(*get_init_inputs())`` and
+``forward(*get_inputs())``) is not a function of its inputs: its weights live on the
+instance. The judge makes it one, the way torchax's ``extract_jax`` makes a module a
+function of (weights, inputs): the array attributes of ``Model(*get_init_inputs())``
+become leading dynamic inputs, set on the instance before ``forward``. Candidates get
+those same values (they cannot bring their own weights), and weights a translation
+left constant (JAXBench's zeros) are drawn at random, so a kernel that ignores them
+fails. ``ENTRY_SOURCE`` is appended to the module's own code, so the reference, the
+offline synthesizer's copy of it and a candidate's ``ModelNew`` all run the same entry.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+#: The entry and inputs function a KernelBench-style module gets (names no task defines).
+KERNELBENCH_ENTRY = "_mk_computation"
+KERNELBENCH_INPUTS = "_mk_inputs"
+#: Candidate classes, in the order they are looked for (KernelBench names its answers ModelNew).
+MODEL_CLASSES = ("ModelNew", "Model")
+
+ENTRY_SOURCE = '''
+
+# --- added by maxkernel: the module as a function of (weights, inputs) ---
+def _mk_model(init):
+    import jax as _jax
+
+    cls = next((globals()[n] for n in ("ModelNew", "Model") if isinstance(globals().get(n), type)), None)
+    if cls is None:
+        raise NameError("the module defines no class Model (or ModelNew) with a forward method")
+    # weights made in __init__ are values, not traced work; made on the host even while tracing for a TPU
+    with _jax.ensure_compile_time_eval(), _jax.default_device(_jax.devices("cpu")[0]):
+        return cls(*init)
+
+
+def _mk_computation(*args):
+    """Model(*init).forward(*inputs), with the weights named in ``names`` set from the leading arguments."""
+    *dynamic, names, init = args
+    model = _mk_model(init)
+    for name, value in zip(names, dynamic):
+        setattr(model, name, value)
+    return model.forward(*dynamic[len(names):])
+
+
+def _mk_weight(value, rng):
+    """A weight as an input: its own values when they vary, else random around the constant (JAXBench leaves
+    many at zero, which every kernel would match): uniform +-1/sqrt(fan-in) for matrices and filters, +-0.1
+    for vectors, so norms' ones stay positive."""
+    import numpy as _np
+
+    host = _np.asarray(value)
+    if not _np.issubdtype(host.dtype, _np.floating) or host.size < 2 or float(host.std()) > 0:
+        return value
+    fan_in = host.size / max(host.shape) if host.ndim >= 2 else 100.0
+    bound = 1.0 / _np.sqrt(max(fan_in, 1.0))
+    noise = rng.uniform(-bound, bound, host.shape)
+    return _np.asarray(host.astype(_np.float64) + noise).astype(host.dtype)
+
+
+def _mk_inputs():
+    """((*weights, *get_inputs()), (weight names, init inputs)): the weights are the instance's array attributes."""
+    import numpy as _np
+
+    init = tuple(get_init_inputs())
+    model = _mk_model(init)
+    names = tuple(n for n, v in vars(model).items() if hasattr(v, "shape") and hasattr(v, "dtype"))
+    rng = _np.random.default_rng(0)
+    weights = [_mk_weight(getattr(model, n), rng) for n in names]
+    return (*weights, *get_inputs()), (names, init)
+'''
+
+
+def _constant(node: ast.expr) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def size_constants(source: str) -> dict[str, Any]:
+    """The module-level size constants a small size may change: ``NAME = int`` or a tuple of ints, and the int
+    values of a ``CONFIG`` dict literal (named ``CONFIG[key]``). Bools and floats are never sizes."""
+    found: dict[str, Any] = {}
+    for node in ast.parse(source).body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        name, value = node.targets[0].id, _constant(node.value)
+        if name == "CONFIG" and isinstance(value, dict):
+            found.update({f"CONFIG[{k!r}]": v for k, v in value.items() if _is_size(v)})
+        elif _is_size(value):
+            found[name] = value
+    return found
+
+
+def _is_size(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return bool(value) and all(_is_size(v) for v in value)
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _replace(tree: ast.Module, overrides: dict[str, Any]) -> None:
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        name = node.targets[0].id
+        if name in overrides:
+            node.value = ast.copy_location(ast.Constant(overrides[name]) if isinstance(overrides[name], int)
+                                           else ast.parse(repr(overrides[name]), mode="eval").body, node.value)
+        elif name == "CONFIG" and isinstance(node.value, ast.Dict):
+            for i, key in enumerate(node.value.keys):
+                label = f"CONFIG[{_constant(key)!r}]" if key is not None else None
+                if label in overrides:
+                    node.value.values[i] = ast.copy_location(ast.Constant(overrides[label]), node.value.values[i])
+    ast.fix_missing_locations(tree)
+
+
+def module_source(meta: dict[str, Any]) -> str:
+    """The text the workers run for the task's module (a KernelBench module gets its entry appended)."""
+    text = Path(meta["module"]).read_text()
+    return text + ENTRY_SOURCE if meta.get("wrap") == "kernelbench" else text
+
+
+def load_task_module(meta: dict[str, Any], name: str, overrides: dict[str, Any] | None = None):
+    """Import the task's module from its file (its folder first on sys.path, so sibling imports work), with its
+    entry appended where the format needs one and any size constants replaced."""
+    path = Path(meta["module"])
+    tree = ast.parse(module_source(meta), filename=str(path))
+    if overrides:
+        _replace(tree, overrides)
+    return exec_module(tree, path, name)
+
+
+def exec_module(tree: ast.Module | str, path: Path, name: str):
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    sys.modules[name] = module
+    exec(compile(tree, str(path), "exec"), module.__dict__)
+    return module
+
+
+def add_kernelbench_entry(module) -> Any:
+    """Give an imported KernelBench-style candidate the judge's entry (run in its own namespace), or None when it
+    defines no Model/ModelNew class."""
+    if not any(isinstance(getattr(module, n, None), type) for n in MODEL_CLASSES):
+        return None
+    exec(compile(ENTRY_SOURCE, "<maxkernel entry>", "exec"), module.__dict__)
+    return getattr(module, KERNELBENCH_ENTRY)

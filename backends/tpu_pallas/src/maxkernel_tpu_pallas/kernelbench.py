@@ -1,0 +1,91 @@
+"""KernelBench-style task modules, read without running them (as tasks.py reads the other formats).
+
+The format of KernelBench and of JAXBench's ``jaxkernelbench/`` suite (KernelBench levels 1
+and 2 in JAX), and the one models answer in: ``class Model`` with ``__init__(*get_init_inputs())``
+and ``forward(*get_inputs())``, module-level size constants, ``get_inputs()`` and
+``get_init_inputs()``. The judge calls it as a function of (weights, inputs)
+(judge/task_module.py). A PyTorch module in the same format (``nn.Module``) needs torchax
+to become a task, and is declined with the reason until that path exists.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from maxkernel_core import Task, TaskError
+
+from .judge.task_module import KERNELBENCH_ENTRY, KERNELBENCH_INPUTS
+
+KERNELBENCH_FORMAT = "kernelbench"
+#: KernelBench's own correctness check: allclose with atol = rtol = 1e-2.
+KERNELBENCH_TOLERANCE = 1e-2
+_TORCH = re.compile(r"^\s*(import torch|from torch\b)", re.M)
+
+
+def looks_like_kernelbench(path: Path) -> bool:
+    if path.suffix != ".py" or path.name.startswith("_") or not path.is_file():
+        return False
+    try:
+        text = path.read_text()
+    except OSError:
+        return False
+    return "class Model" in text and "def get_inputs" in text and "def get_init_inputs" in text
+
+
+def _classes(module: ast.Module) -> dict[str, ast.ClassDef]:
+    return {n.name: n for n in module.body if isinstance(n, ast.ClassDef)}
+
+
+def _module_tolerance(module: ast.Module, name: str) -> float | None:
+    for node in module.body:
+        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, (int, float))):
+            return float(node.value.value)
+    return None
+
+
+def load_kernelbench_task(path: Path, parse) -> Task:
+    """A KernelBench-style JAX module as a task: its reference is ``Model(*get_init_inputs()).forward``.
+    ``ATOL``/``RTOL`` module constants override KernelBench's 1e-2."""
+    path = path.resolve()
+    text = path.read_text()
+    if _TORCH.search(text):
+        raise TaskError(f"{path}: a PyTorch module (KernelBench's own format): PyTorch tasks need torchax and a "
+                        "CPU build of torch, which this installation does not have; translate it to JAX (the "
+                        "jaxkernelbench layout) to use it as a task")
+    module = parse(path)
+    fns = {n.name for n in module.body if isinstance(n, ast.FunctionDef)}
+    model = _classes(module).get("Model")
+    missing = [f"{n}()" for n in ("get_inputs", "get_init_inputs") if n not in fns]
+    if model is None:
+        missing.insert(0, "class Model")
+    elif not any(isinstance(n, ast.FunctionDef) and n.name == "forward" for n in model.body):
+        missing.insert(0, "Model.forward")
+    if missing:
+        raise TaskError(f"{path}: a KernelBench-style module needs class Model with forward, get_inputs() and "
+                        f"get_init_inputs(); missing: {', '.join(missing)}")
+    atol = _module_tolerance(module, "ATOL")
+    rtol = _module_tolerance(module, "RTOL")
+    doc = " ".join(part for part in (ast.get_docstring(module), ast.get_docstring(model)) if part)
+    return Task(
+        id=path.stem,
+        backend="tpu_pallas",
+        path=str(path),
+        description=" ".join(doc.split()) or f"KernelBench-style module {path.stem}",
+        format=KERNELBENCH_FORMAT,
+        sizes=("full",),
+        dtype="bfloat16" if "bfloat16" in text else "float32",
+        atol=KERNELBENCH_TOLERANCE if atol is None else atol,
+        rtol=KERNELBENCH_TOLERANCE if rtol is None else rtol,
+        metadata={
+            "module": str(path),
+            "inputs_fn": KERNELBENCH_INPUTS,
+            "entry": KERNELBENCH_ENTRY,
+            "wrap": KERNELBENCH_FORMAT,
+            "supports_size": False,
+            "supports_seed": False,
+            "has_flops": "get_flops" in fns,
+        },
+    )

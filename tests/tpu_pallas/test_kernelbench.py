@@ -1,0 +1,122 @@
+"""KernelBench-style modules as tasks and as candidates: weights as inputs, derived small sizes, unverified,
+scalar outputs, PyTorch modules declined with the reason."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from maxkernel_core import Candidate, EvalStatus, TaskError
+
+from maxkernel_tpu_pallas import tasks
+from maxkernel_tpu_pallas.judge.evaluator import Evaluator
+from maxkernel_tpu_pallas.judge.small_size import derive, shrink
+from maxkernel_tpu_pallas.judge.task_module import load_task_module, size_constants
+
+from .conftest import HERE
+
+FOLDER = HERE / "kernelbench"
+
+
+def load(name: str):
+    return tasks.load_task_at(FOLDER / name)
+
+
+def test_a_kernelbench_module_loads_as_a_task_with_kernelbenchs_tolerance():
+    task = load("gemm_bias_relu.py")
+    assert (task.id, task.format, task.atol, task.rtol) == ("gemm_bias_relu", "kernelbench", 1e-2, 1e-2)
+    assert "Linear layer with bias" in task.description
+    refs = tasks.discover(FOLDER)
+    by_id = {r.id: r for r in refs}
+    assert {"gemm_bias_relu", "mse_loss", "relu_sizes_inline"} <= {r.id for r in refs if not r.problem}
+    assert "PyTorch" in by_id["torch_module"].problem and "torchax" in by_id["torch_module"].problem
+
+
+def test_a_module_missing_a_part_is_refused_naming_it(tmp_path):
+    text = (FOLDER / "mse_loss.py").read_text().replace("def get_init_inputs():", "def get_init_inputs_x():")
+    (tmp_path / "no_init.py").write_text(text + "\n# def get_init_inputs\n")
+    with pytest.raises(TaskError, match=r"missing: get_init_inputs\(\)"):
+        tasks.load_task_at(tmp_path / "no_init.py")
+
+
+def test_weights_become_inputs_and_constant_ones_are_drawn_at_random():
+    task = load("gemm_bias_relu.py")
+    module = load_task_module(task.metadata, "kb_test_weights")
+    (dynamic, (names, init)), = [module._mk_inputs()]
+    assert names == ("weight", "bias") and init == (4096, 256)
+    weight, bias = (np.asarray(a) for a in dynamic[:2])
+    assert weight.shape == (4096, 256) and weight.std() > 0 and np.abs(weight).max() <= 1 / np.sqrt(256) + 1e-6
+    assert bias.std() > 0 and dynamic[2].shape == (2048, 4096)
+
+
+def test_a_small_size_keeps_divisibility_and_equal_dims_equal():
+    assert [shrink(v, 128) for v in (8192, 1000, 4095, 100, 3)] == [128, 232, 255, 100, 3]
+    assert shrink((32768, 8192), 512) == (512, 512)
+    source = "batch_size = 1024\nflag = True\nscale = 0.5\nshape = (8, 4096)\nCONFIG = {'M': 2048, 'name': 'x'}\n"
+    assert size_constants(source) == {"batch_size": 1024, "shape": (8, 4096), "CONFIG['M']": 2048}
+
+
+def test_the_derived_size_is_the_gentlest_under_the_limit():
+    task = load("gemm_bias_relu.py")
+    module, how = derive(task.metadata, 40 << 20)
+    assert module.batch_size == 512 and module.in_features == 512 and module.out_features == 256
+    assert "batch_size 2048->512" in how and "in_features 4096->512" in how
+    none, why = derive(load("relu_sizes_inline.py").metadata, 20 << 20)
+    assert none is None and "no size constants" in why
+
+
+@pytest.fixture(scope="module")
+def evaluator():
+    ev = Evaluator(fresh_inputs=1, spares=1)
+    yield ev
+    ev.close()
+
+
+def judge(evaluator, task_name: str, kernel: str):
+    task = load(task_name)
+    code = (FOLDER / "kernels" / kernel).read_text()
+    return evaluator.evaluate(task, Candidate(task.id, code), target="v5e")
+
+
+@pytest.mark.slow
+def test_a_modelnew_answer_is_judged_at_full_size_and_checked_at_the_derived_size(evaluator):
+    ev = judge(evaluator, "gemm_bias_relu.py", "gemm_bias_relu_modelnew.py")
+    assert ev.status == EvalStatus.OK, ev.reason
+    assert "derived small size (batch_size 2048->512" in ev.reason
+    assert ev.details["compile"]["device_kind"]  # compiled at the full size for the target
+
+
+@pytest.mark.slow
+def test_a_kernel_that_ignores_the_tasks_weights_is_incorrect(evaluator):
+    ev = judge(evaluator, "gemm_bias_relu.py", "cheat_ignores_weights.py")
+    assert ev.status == EvalStatus.INCORRECT, ev.reason
+
+
+@pytest.mark.slow
+def test_with_no_size_small_enough_the_verdict_is_unverified_not_incorrect(evaluator):
+    ev = judge(evaluator, "relu_sizes_inline.py", "relu_modelnew.py")
+    assert ev.status == EvalStatus.UNVERIFIED and not ev.ok, ev.reason
+    assert "no small size could be derived" in ev.reason and "20 MiB" in ev.reason
+
+
+@pytest.mark.slow
+def test_a_scalar_output_is_compared_like_any_other(evaluator, tmp_path):
+    ev = judge(evaluator, "mse_loss.py", "mse_computation.py")
+    assert ev.status == EvalStatus.OK, ev.reason
+    shutil.copy(FOLDER / "kernels" / "mse_computation.py", tmp_path / "wrong.py")
+    wrong = (tmp_path / "wrong.py").read_text().replace("/ predictions.size", "/ predictions.shape[0]")
+    task = load("mse_loss.py")
+    bad = evaluator.evaluate(task, Candidate(task.id, wrong), target="v5e")
+    assert bad.status == EvalStatus.INCORRECT and "output 0" in bad.reason
+
+
+@pytest.mark.slow
+def test_a_name_the_installed_jax_lacks_gets_its_alternative_in_the_reason(evaluator, tmp_path):
+    code = (FOLDER / "kernels" / "mse_computation.py").read_text().replace("pltpu.CompilerParams(",
+                                                                           "pltpu.TPUCompilerParamz(")
+    task = load("mse_loss.py")
+    ev = evaluator.evaluate(task, Candidate(task.id, code), target="v5e")
+    assert ev.status == EvalStatus.COMPILE_ERROR
+    assert "API of the installed jax: jax " in ev.reason and "has no pltpu.TPUCompilerParamz" in ev.reason
+    assert "CompilerParams" in ev.reason.split("API of the installed jax")[1]
