@@ -45,6 +45,8 @@ class RunSettings:
     seed: int = _RUN_DEFAULTS["seed"]
     #: the tuned-config table: use (start from a match), refresh (search anew and keep the best), off
     tuned: str = _RUN_DEFAULTS["tuned"]
+    #: seconds of wall time after which a run starts no new evaluation (unset: no limit)
+    time_limit_s: float | None = _RUN_DEFAULTS["time_limit_s"]
     out: str = "maxkernel-out"
 
 

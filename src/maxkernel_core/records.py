@@ -337,6 +337,8 @@ class RunConfig:
     #: the tuned-config table: "use" (start from a matching entry, keep a new best), "refresh" (search anew,
     #: keep the best), "off" (neither read nor write)
     tuned: str = "use"
+    #: wall-clock seconds after which the run starts no new evaluation (None: no limit); a bench's per-task limit
+    time_limit_s: float | None = None
 
 
 @record

@@ -45,7 +45,7 @@ def run_config(settings: Settings, task_id: str) -> RunConfig:
     run = settings.run
     return RunConfig(task_id, run.strategy, run.provider, run.model, run.backend, run.target, run.budget, run.seed,
                      dict(settings.strategy.get(run.strategy, {})), settings.llm.debug_attempts,
-                     check_mode(run.tuned))
+                     check_mode(run.tuned), time_limit_s=run.time_limit_s)
 
 
 def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, resume: str | None = None,
@@ -74,7 +74,7 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
     store = RunStore.open(settings.store.home)
     if resume:
         stored = store.get_run(resume).config
-        for key in ("strategy", "provider", "model", "backend", "target", "budget", "seed", "tuned"):
+        for key in ("strategy", "provider", "model", "backend", "target", "budget", "seed", "tuned", "time_limit_s"):
             setattr(settings.run, key, getattr(stored, key))
     strategy_cls = pm.registries.get("strategy", settings.run.strategy).cls
     llms = resolve_role_llms(pm.registries, settings)  # missing keys fail here, before any work

@@ -187,6 +187,7 @@ class RunSession:
             self.history = [Attempt(c, verdicts[c.id]) for c in store.candidates(self.run_id) if c.id in verdicts]
         self._budget_lock = threading.Lock()
         self._in_flight = 0
+        self._started = time.monotonic()  # the time limit counts from here (a resumed run gets it afresh)
         self.role_log = RoleLog()
         self._log_name = pm.register(self.role_log, name=f"maxkernel-role-log-{self.run_id}")
 
@@ -271,6 +272,9 @@ class RunSession:
         with self._budget_lock:
             if not recheck and self.budget_left() == 0:
                 raise BudgetSpent(f"the run's budget of {self.config.budget} evaluations is spent")
+            limit = self.config.time_limit_s
+            if not recheck and limit is not None and time.monotonic() - self._started > limit:
+                raise BudgetSpent(f"the run's time limit of {limit:g} s is spent (no new evaluation starts)")
             self._in_flight += not recheck  # the slot is taken now: concurrent evaluations cannot overshoot
         try:
             self.store.add_candidate(self.run_id, candidate)

@@ -61,3 +61,12 @@ def test_round_trip_of_a_task_result_ignores_unknown_keys():
     r = ok("a", 1.5, roofline=0.4)
     assert TaskResult.from_dict({**r.to_dict(), "from_a_newer_version": 1}) == r
     assert math.isclose(TaskResult.from_dict(r.to_dict()).speedup, 1.5)
+
+
+def test_unverified_tasks_and_errors_are_counted_apart_never_as_correct():
+    unverified = TaskResult("u", "unverified", "correctness was not checked: no small size", compiled=True,
+                            proof_of_kernel=True)
+    error = TaskResult("e", "error", "the task cannot load: a PyTorch module")
+    m = suite_metrics([ok("a", 2.0), unverified, error, failed("f")])
+    assert (m["correct"], m["unverified"], m["errors"], m["correctness_rate"]) == (1, 1, 1, 0.25)
+    assert {f["task"]: f["status"] for f in m["failures"]} == {"u": "unverified", "e": "error", "f": "failed"}

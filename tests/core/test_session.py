@@ -155,3 +155,19 @@ def test_the_budget_is_a_hard_limit_even_for_concurrent_evaluations(parts):
         verdicts = list(pool.map(judge, candidates))
     assert sum(v is not None for v in verdicts) == 3 and len(store.evaluations(session.run_id)) == 3
     assert session.budget_left() == 0
+
+
+def test_past_the_time_limit_no_new_evaluation_starts(parts, monkeypatch):
+    from maxkernel_core import session as session_module
+    from maxkernel_core.errors import BudgetSpent
+
+    pm, agents, store, backend, task = parts
+    session = RunSession(pm, store, task, RunConfig(task.id, time_limit_s=60), backend)
+    agents.enqueue(GOOD, GOOD)
+    first = session.implement(session.plan())
+    assert session.evaluate(first).ok  # within the limit
+    later = session._started + 61
+    monkeypatch.setattr(session_module.time, "monotonic", lambda: later)
+    with pytest.raises(BudgetSpent, match="time limit of 60 s is spent"):
+        session.evaluate(session.implement(session.plan()))
+    assert len(store.evaluations(session.run_id)) == 1

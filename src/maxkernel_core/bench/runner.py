@@ -45,6 +45,7 @@ class BenchConfig:
     kernels: str | None = None  # a folder of ready kernels: judge them, no strategy
     jobs: int = 1
     tuned: str | None = None  # the tuned-config table: use, refresh, off (default run.tuned)
+    time_limit_s: float | None = None  # per task: no new evaluation starts past it (default run.time_limit_s)
 
 
 @define
@@ -115,7 +116,7 @@ def result_of_run(store: RunStore, run_id: str, best, wall_s: float, kernel: Pat
 def task_settings(settings: Settings, config: BenchConfig) -> Settings:
     """A copy of the settings with the bench's run choices (each task's run changes its copy)."""
     s = copy.deepcopy(settings)
-    for key in ("strategy", "provider", "model", "target", "budget", "seed", "tuned"):
+    for key in ("strategy", "provider", "model", "target", "budget", "seed", "tuned", "time_limit_s"):
         value = getattr(config, key)
         if value is not None:
             setattr(s.run, key, value)

@@ -29,6 +29,8 @@ from .group import cli
 @click.option("--kernels", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Judge ready kernels (ID.py or ID/kernel.py per task) instead of running a strategy.")
 @click.option("--jobs", type=int, default=1, show_default=True, help="Tasks in flight at once.")
+@click.option("--time-limit", "time_limit", type=click.FloatRange(min=1), metavar="SECONDS",
+              help="Per task: no new evaluation starts past this many seconds of its run (default run.time_limit_s).")
 @click.option("--resume", metavar="BENCH_ID", help="Continue a stopped or killed bench.")
 @click.option("--tuned", type=click.Choice(TUNED_MODES),
               help="The tuned-config table for each task's run: use, refresh (search anew), off (default run.tuned).")
@@ -39,8 +41,8 @@ from .group import cli
               show_default=True, help="Output folder: results.json/.csv, report.md, report.html, tasks/ID/.")
 @executor_options
 @click.pass_context
-def bench_cmd(ctx, suite, pattern, strategy, provider, model, target, budget, seed, kernels, jobs, resume, tuned,
-              out, executor, ray_address, compare=None) -> int:
+def bench_cmd(ctx, suite, pattern, strategy, provider, model, target, budget, seed, kernels, jobs, time_limit, resume,
+              tuned, out, executor, ray_address, compare=None) -> int:
     """Run every task of a suite and report compile/correctness rates, speedups and fast_p."""
     from ..bench import BenchConfig, run_bench
 
@@ -48,7 +50,7 @@ def bench_cmd(ctx, suite, pattern, strategy, provider, model, target, budget, se
     override_executor(app, executor, ray_address)  # not part of the bench's config: a resume may move hosts
     console = Console(stderr=True)
     config = BenchConfig(suite, pattern, strategy, provider, model, target, budget, seed,
-                         str(kernels.resolve()) if kernels else None, jobs, tuned)
+                         str(kernels.resolve()) if kernels else None, jobs, tuned, time_limit)
     state = {"bench": resume}
     progress = Progress(TextColumn("[bold]bench[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, transient=False)

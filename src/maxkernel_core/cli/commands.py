@@ -230,8 +230,10 @@ def providers_cmd(as_json: bool) -> None:
 @click.option("--resume", "resume", metavar="RUN_ID", help="Continue a stopped or killed run.")
 @click.option("--tuned", type=click.Choice(TUNED_MODES),
               help="The tuned-config table: use (start from a matching entry), refresh (search anew), off.")
+@click.option("--time-limit", "time_limit", type=click.FloatRange(min=1), metavar="SECONDS",
+              help="No new evaluation starts past this many seconds (run.time_limit_s).")
 @executor_options
-def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resume, tuned, executor,
+def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resume, tuned, time_limit, executor,
             ray_address) -> int:
     """Optimize a kernel for TASK; writes kernel.py and report.json to --out."""
     from rich.live import Live
@@ -242,7 +244,7 @@ def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resu
     app.override(run__strategy=(strategy, "--strategy"), run__provider=(provider, "--provider"),
                  run__model=(model, "--model"), run__target=(target, "--target"), run__budget=(budget, "--budget"),
                  run__seed=(seed, "--seed"), run__out=(str(out) if out else None, "--out"),
-                 run__tuned=(tuned, "--tuned"))
+                 run__tuned=(tuned, "--tuned"), run__time_limit_s=(time_limit, "--time-limit"))
     override_executor(app, executor, ray_address)
     settings = app.settings
     console = Console(stderr=True)

@@ -51,7 +51,8 @@ class RunProgress:
 def report_result(result, out_dir: Path, console: Console) -> int:
     """The closing lines of a run; the exit code (1 when no kernel was verified)."""
     if result.best is None:
-        console.print(f"[red]No verified kernel[/]: none of the {result.evaluations} candidates passed evaluation "
+        why = f" ({result.message})" if result.message and "spent" in result.message else ""
+        console.print(f"[red]No verified kernel[/]: none of the {result.evaluations} candidates passed evaluation{why} "
                       f"(run {result.run_id}; `maxkernel runs show {result.run_id}` lists the verdicts). "
                       f"The reference is not a result. Report: {out_dir / 'report.json'}")
         return 1
