@@ -9,6 +9,10 @@ DISTS  := . $(wildcard backends/*/pyproject.toml executors/*/pyproject.toml synt
 # The main job: optimize a matmul + bias + GELU kernel with the offline synthesizer (no key, CPU only).
 TASK   ?= tests/tpu_pallas/tasks/matmul_bias_gelu
 STAMP  := $(VENV)/.installed
+# PyTorch tasks (KernelBench's own format) run on JAX through torchax, with PyTorch's CPU build (the
+# registry's default torch is the CUDA build, gigabytes of NVIDIA libraries a CPU never uses).
+TORCH_CPU   ?= torch==2.13.0+cpu
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 # Two test processes, a module's tests kept together (its fixtures are built once): the suite took
 # 33 minutes in one process on the 2-core build machine. Override with PYTEST_ARGS= to run in one.
 PYTEST_ARGS ?= -n 2 --dist loadfile
@@ -27,7 +31,8 @@ sandbox:
 $(STAMP): $(shell find . -name pyproject.toml -not -path './$(VENV)/*' -not -path './docs/*') | sandbox
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test,ray]" $(foreach d,$(filter-out .,$(DISTS)),-e $(dir $(d)))
+	$(BIN)/python -m pip install --quiet "$(TORCH_CPU)" --extra-index-url $(TORCH_INDEX)
+	$(BIN)/python -m pip install --quiet -e ".[test,ray,torch]" $(foreach d,$(filter-out .,$(DISTS)),-e $(dir $(d)))
 	touch $(STAMP)
 
 run: $(STAMP)

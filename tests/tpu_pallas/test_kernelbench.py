@@ -29,8 +29,17 @@ def test_a_kernelbench_module_loads_as_a_task_with_kernelbenchs_tolerance():
     assert "Linear layer with bias" in task.description
     refs = tasks.discover(FOLDER)
     by_id = {r.id: r for r in refs}
-    assert {"gemm_bias_relu", "mse_loss", "relu_sizes_inline"} <= {r.id for r in refs if not r.problem}
-    assert "PyTorch" in by_id["torch_module"].problem and "torchax" in by_id["torch_module"].problem
+    assert {"gemm_bias_relu", "mse_loss", "relu_sizes_inline", "torch_module"} <= {r.id for r in refs if not r.problem}
+    assert by_id["torch_module"].format == "pytorch"
+
+
+def test_without_torchax_a_pytorch_module_is_declined_saying_what_to_install(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torchax" else real(name, *a))
+    with pytest.raises(TaskError, match=r"needs torchax .*maxkernel\[torch\]"):
+        load("torch_module.py")
 
 
 def test_a_module_missing_a_part_is_refused_naming_it(tmp_path):
@@ -120,3 +129,15 @@ def test_a_name_the_installed_jax_lacks_gets_its_alternative_in_the_reason(evalu
     assert ev.status == EvalStatus.COMPILE_ERROR
     assert "API of the installed jax: jax " in ev.reason and "has no pltpu.TPUCompilerParamz" in ev.reason
     assert "CompilerParams" in ev.reason.split("API of the installed jax")[1]
+
+
+@pytest.mark.slow
+def test_a_pytorch_task_runs_through_torchax_and_takes_a_jax_answer(evaluator):
+    ev = judge(evaluator, "torch_module.py", "torch_linear_relu_modelnew.py")
+    assert ev.status == EvalStatus.OK, ev.reason
+
+
+@pytest.mark.slow
+def test_a_translation_that_differs_from_pytorch_stops_the_task(evaluator):
+    with pytest.raises(TaskError, match="differs from PyTorch's own output"):
+        evaluator.reference(load("torch_mistranslated.py"), "v5e")

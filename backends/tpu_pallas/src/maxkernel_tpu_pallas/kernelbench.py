@@ -4,13 +4,16 @@ The format of KernelBench and of JAXBench's ``jaxkernelbench/`` suite (KernelBen
 and 2 in JAX), and the one models answer in: ``class Model`` with ``__init__(*get_init_inputs())``
 and ``forward(*get_inputs())``, module-level size constants, ``get_inputs()`` and
 ``get_init_inputs()``. The judge calls it as a function of (weights, inputs)
-(judge/task_module.py). A PyTorch module in the same format (``nn.Module``) needs torchax
-to become a task, and is declined with the reason until that path exists.
+(judge/task_module.py). A PyTorch module in the same format (KernelBench's own, ``nn.Module``)
+becomes a task through torchax (PyTorch run on JAX), when torch and torchax are installed
+(``maxkernel[torch]``, which ``make install`` installs with torch's CPU build); its translation is checked against PyTorch's own output when the
+reference first runs.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 from pathlib import Path
 
@@ -19,6 +22,7 @@ from maxkernel_core import Task, TaskError
 from .judge.task_module import KERNELBENCH_ENTRY, KERNELBENCH_INPUTS
 
 KERNELBENCH_FORMAT = "kernelbench"
+PYTORCH_FORMAT = "pytorch"
 #: KernelBench's own correctness check: allclose with atol = rtol = 1e-2.
 KERNELBENCH_TOLERANCE = 1e-2
 _TORCH = re.compile(r"^\s*(import torch|from torch\b)", re.M)
@@ -51,10 +55,11 @@ def load_kernelbench_task(path: Path, parse) -> Task:
     ``ATOL``/``RTOL`` module constants override KernelBench's 1e-2."""
     path = path.resolve()
     text = path.read_text()
-    if _TORCH.search(text):
-        raise TaskError(f"{path}: a PyTorch module (KernelBench's own format): PyTorch tasks need torchax and a "
-                        "CPU build of torch, which this installation does not have; translate it to JAX (the "
-                        "jaxkernelbench layout) to use it as a task")
+    torch = bool(_TORCH.search(text))
+    missing_libs = [n for n in ("torch", "torchax") if torch and importlib.util.find_spec(n) is None]
+    if missing_libs:
+        raise TaskError(f"{path}: a PyTorch module needs {' and '.join(missing_libs)} to become a task (PyTorch run "
+                        "on JAX): pip install 'maxkernel[torch]' after torch's CPU build (make install does both)")
     module = parse(path)
     fns = {n.name for n in module.body if isinstance(n, ast.FunctionDef)}
     model = _classes(module).get("Model")
@@ -74,7 +79,7 @@ def load_kernelbench_task(path: Path, parse) -> Task:
         backend="tpu_pallas",
         path=str(path),
         description=" ".join(doc.split()) or f"KernelBench-style module {path.stem}",
-        format=KERNELBENCH_FORMAT,
+        format=PYTORCH_FORMAT if torch else KERNELBENCH_FORMAT,
         sizes=("full",),
         dtype="bfloat16" if "bfloat16" in text else "float32",
         atol=KERNELBENCH_TOLERANCE if atol is None else atol,
@@ -83,7 +88,7 @@ def load_kernelbench_task(path: Path, parse) -> Task:
             "module": str(path),
             "inputs_fn": KERNELBENCH_INPUTS,
             "entry": KERNELBENCH_ENTRY,
-            "wrap": KERNELBENCH_FORMAT,
+            "wrap": PYTORCH_FORMAT if torch else KERNELBENCH_FORMAT,
             "supports_size": False,
             "supports_seed": False,
             "has_flops": "get_flops" in fns,

@@ -75,22 +75,36 @@ def check_sizes(sets: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[
     return sizes, which
 
 
-def _check_inputs(module, meta, job, shapes, fn) -> tuple[list[dict[str, Any]], Any, str]:
-    """(input sets, the function they are checked with, a note on their size). A task without its own small
+def _check_inputs(module, meta, job, shapes) -> tuple[list[dict[str, Any]], Any, str]:
+    """(input sets, the module they are checked with, a note on their size). A task without its own small
     size is checked at full size while one set is at most the CPU limit; above it, at a derived small size;
     with none, not at all (the verdict is then ``unverified``)."""
     full_bytes = sum(s.size * s.dtype.itemsize for s in shapes)
     if job["size"] != "full" or _on_tpu() or full_bytes <= job["max_full_input_bytes"]:
-        return task_inputs.input_sets(module, meta, fresh=int(job["fresh"]), size=job["size"]), fn, ""
+        return task_inputs.input_sets(module, meta, fresh=int(job["fresh"]), size=job["size"]), module, ""
     from .small_size import derive
 
     small, how = derive(meta, full_bytes)
     too_big = (f"the task has no small size and one full-size input set ({full_bytes / 2**20:.0f} MiB) is over "
                f"the {job['max_full_input_bytes'] / 2**20:.0f} MiB a CPU correctness run takes")
     if small is None:
-        return [], fn, f"{too_big}, and no small size could be derived: {how}"
-    return (task_inputs.input_sets(small, meta, fresh=int(job["fresh"]), size="full"), getattr(small, meta["entry"]),
-            f"at {how}")
+        return [], module, f"{too_big}, and no small size could be derived: {how}"
+    return task_inputs.input_sets(small, meta, fresh=int(job["fresh"]), size="full"), small, f"at {how}"
+
+
+def check_translation(module, sets: list[dict[str, Any]], expected: list[list[np.ndarray]], atol, rtol) -> None:
+    """A PyTorch task's JAX reference (torchax) against PyTorch's own output on the first set: a wrong
+    translation must stop the task before any kernel is judged against it."""
+    from .compare import compare
+
+    if not sets:
+        return
+    torch_out = module._mk_torch_outputs(*sets[0]["dynamic"], *sets[0]["static"])
+    ok, why, _ = compare([np.asarray(o, dtype=e.dtype) for o, e in zip(torch_out, expected[0], strict=False)],
+                         expected[0], atol, rtol)
+    if not ok or len(torch_out) != len(expected[0]):
+        raise ValueError(f"the reference's JAX translation (torchax) differs from PyTorch's own output on CPU: "
+                         f"{why or 'a different number of outputs'}")
 
 
 def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
@@ -105,7 +119,8 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
     work = work_stats(traced_full)
     flops = float(module.get_flops()) if meta.get("has_flops") else None
     stage("input sets")
-    sets, check_fn, note = _check_inputs(module, meta, job, shapes, fn)
+    sets, check_module, note = _check_inputs(module, meta, job, shapes)
+    check_fn = getattr(check_module, meta["entry"])
     expected = []
     for i, s in enumerate(sets):
         stage(f"reference outputs, set {i}")
@@ -113,6 +128,9 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
         # pass, and a kernel that really computes in float32 must not be judged against that.
         with jax.default_matmul_precision("highest"):
             expected.append(_flat(jax.jit(lambda *d, _s=s["static"]: check_fn(*d, *_s))(*s["dynamic"])))
+    if meta.get("wrap") == "pytorch":
+        stage("the torchax translation against PyTorch")
+        check_translation(check_module, sets, expected, job.get("atol", 0.0), job.get("rtol", 0.0))
     stage("the precision the reference needs")
     from ..profiling.precision import reference_precision
 

@@ -45,7 +45,7 @@ def _mk_computation(*args):
     *dynamic, names, init = args
     model = _mk_model(init)
     for name, value in zip(names, dynamic):
-        setattr(model, name, value)
+        setattr(model, name.replace(".", "_"), value)  # a PyTorch task's "linear.weight" is linear_weight
     return model.forward(*dynamic[len(names):])
 
 
@@ -74,6 +74,86 @@ def _mk_inputs():
     rng = _np.random.default_rng(0)
     weights = [_mk_weight(getattr(model, n), rng) for n in names]
     return (*weights, *get_inputs()), (names, init)
+'''
+
+
+TORCH_SOURCE = '''
+
+# --- added by maxkernel: the PyTorch module as a JAX function of (weights and buffers, inputs), via torchax ---
+_mk_models = {}
+
+
+def _mk_torch_model(init):
+    """(module, its state as JAX arrays, the JAX function of (state, inputs)); seeded, built once per size."""
+    key = repr(init)
+    if key not in _mk_models:
+        import jax as _jax
+        import torch as _torch
+        import torchax as _torchax
+
+        _torch.manual_seed(0)
+        module = Model(*init)
+        # the state as values on the host, even when first asked for under a trace
+        with _jax.ensure_compile_time_eval(), _jax.default_device(_jax.devices("cpu")[0]):
+            states, fn = _torchax.extract_jax(module)
+        _mk_models[key] = (module, states, fn)
+    return _mk_models[key]
+
+
+def _mk_computation(*args):
+    *dynamic, names, init = args
+    _module, _states, fn = _mk_torch_model(init)
+    return fn(dict(zip(names, dynamic)), tuple(dynamic[len(names):]))
+
+
+def _mk_to_jax(value, abstract):
+    import jax.numpy as _jnp
+    import torch as _torch
+
+    if not isinstance(value, _torch.Tensor):
+        return value
+    dtype = _jnp.dtype(str(value.dtype).replace("torch.", ""))
+    if abstract:  # only the shape is wanted: nothing is allocated
+        return _jnp.zeros(tuple(value.shape), dtype)
+    return _jnp.asarray(value.detach().float().numpy() if value.dtype == _torch.bfloat16 else value.detach().numpy(),
+                        dtype)
+
+
+def _mk_inputs():
+    """((*state, *get_inputs()), (state names, init inputs)), the inputs converted to JAX arrays."""
+    import jax as _jax
+    import jax.numpy as _jnp
+    import torch as _torch
+
+    init = tuple(get_init_inputs())
+    _module, states, _fn = _mk_torch_model(init)
+    abstract = isinstance(_jnp.zeros(()), _jax.core.Tracer)  # under eval_shape: shapes only
+    _torch.manual_seed(1)
+    with _torch.device("meta") if abstract else _torch.device("cpu"):
+        inputs = [_mk_to_jax(t, abstract) for t in get_inputs()]
+    names = tuple(states)
+    return (*[states[n] for n in names], *inputs), (names, init)
+
+
+def _mk_torch_outputs(*args):
+    """PyTorch's own outputs for these (state, inputs), as numpy arrays: the translation check."""
+    import jax as _jax
+    import numpy as _np
+    import torch as _torch
+
+    *dynamic, names, init = args
+    module, _states, _fn = _mk_torch_model(init)
+
+    def tensor(a):
+        host = _np.asarray(a)
+        return _torch.from_numpy(host.astype(_np.float32).copy()).to(_torch.bfloat16) if host.dtype.name == "bfloat16" \\
+            else _torch.from_numpy(host.copy())
+
+    module.load_state_dict({n: tensor(v) for n, v in zip(names, dynamic)}, strict=False)
+    with _torch.no_grad():
+        out = module(*[tensor(a) for a in dynamic[len(names):]])
+    leaves = _jax.tree_util.tree_leaves(out, is_leaf=lambda x: isinstance(x, _torch.Tensor))
+    return [t.detach().float().numpy() if t.dtype == _torch.bfloat16 else t.detach().numpy() for t in leaves]
 '''
 
 
@@ -124,7 +204,7 @@ def _replace(tree: ast.Module, overrides: dict[str, Any]) -> None:
 def module_source(meta: dict[str, Any]) -> str:
     """The text the workers run for the task's module (a KernelBench module gets its entry appended)."""
     text = Path(meta["module"]).read_text()
-    return text + ENTRY_SOURCE if meta.get("wrap") == "kernelbench" else text
+    return text + {"kernelbench": ENTRY_SOURCE, "pytorch": TORCH_SOURCE}.get(meta.get("wrap", ""), "")
 
 
 def load_task_module(meta: dict[str, Any], name: str, overrides: dict[str, Any] | None = None):

@@ -117,13 +117,13 @@ def _load(source: str, emit: Emit, entry: str = "computation", wrap: str = ""):
     fn = getattr(module, "computation", None)
     if not callable(fn):  # a JAXBench-style candidate names its function as the task's workload does
         fn = getattr(module, entry, None)
-    if not callable(fn) and wrap == "kernelbench":  # a KernelBench-style answer: class ModelNew (or Model)
+    if not callable(fn) and wrap in ("kernelbench", "pytorch"):  # a KernelBench-style answer: class ModelNew
         fn = _kernelbench_entry(module, source, emit)
         if fn is False:
             return None
     if not callable(fn):
         names = "computation()" + (f" (or {entry}(), as the task's reference does)" if entry != "computation" else "")
-        if wrap == "kernelbench":
+        if wrap in ("kernelbench", "pytorch"):
             names = "computation() and no class ModelNew or Model (a KernelBench-style answer)"
         emit({"type": "check", "name": "load", "ok": False,
               "error": {"type": "MissingEntry", "message": f"the module defines no function {names}", "line": None}})
