@@ -11,7 +11,7 @@ from maxkernel_core import Candidate, EvalStatus, TaskError
 
 from maxkernel_tpu_pallas import tasks
 from maxkernel_tpu_pallas.judge.evaluator import Evaluator
-from maxkernel_tpu_pallas.judge.small_size import derive, shrink
+from maxkernel_tpu_pallas.judge.small_size import derive, ordered_shrink, shrink
 from maxkernel_tpu_pallas.judge.task_module import load_task_module, size_constants
 
 from .conftest import HERE
@@ -62,6 +62,8 @@ def test_weights_become_inputs_and_constant_ones_are_drawn_at_random():
 def test_a_small_size_keeps_divisibility_and_equal_dims_equal():
     assert [shrink(v, 128) for v in (8192, 1000, 4095, 100, 3)] == [128, 232, 255, 100, 3]
     assert shrink((32768, 8192), 512) == (512, 512)
+    shrunk = ordered_shrink({"rows": 32768, "width": 4096, "same": 4096, "shape": (32768,), "k": 3}, 512)
+    assert shrunk == {"rows": 1024, "width": 512, "same": 512, "shape": (1024,), "k": 3}
     source = "batch_size = 1024\nflag = True\nscale = 0.5\nshape = (8, 4096)\nCONFIG = {'M': 2048, 'name': 'x'}\n"
     assert size_constants(source) == {"batch_size": 1024, "shape": (8, 4096), "CONFIG['M']": 2048}
 
@@ -69,8 +71,9 @@ def test_a_small_size_keeps_divisibility_and_equal_dims_equal():
 def test_the_derived_size_is_the_gentlest_under_the_limit():
     task = load("gemm_bias_relu.py")
     module, how = derive(task.metadata, 40 << 20)
-    assert module.batch_size == 512 and module.in_features == 512 and module.out_features == 256
-    assert "batch_size 2048->512" in how and "in_features 4096->512" in how
+    # distinct sizes stay distinct and in order: 4096 would meet 2048's 512, so it keeps its own (1024)
+    assert module.batch_size == 512 and module.in_features == 1024 and module.out_features == 256
+    assert "batch_size 2048->512" in how and "in_features 4096->1024" in how
     none, why = derive(load("relu_sizes_inline.py").metadata, 20 << 20)
     assert none is None and "no size constants" in why
 

@@ -76,6 +76,8 @@ def classify_rows(program: Program, eqns: list[Eqn], seeds: dict[str, str], rows
         if "other" in in_kinds or out_kind == "other":
             raise Declined(f"{eqn.prim} works on a shape {eqn.out_shapes[0]} that is not a row, a row statistic, "
                            f"a per-column parameter or a scalar of the ({rows}, {d}) row view")
+        if out_kind == "col" and rows == d and "rowred" in in_kinds:
+            out_kind = "rowred"  # rows == d: a (d,) value computed from row statistics is one of them
         if eqn.prim == "gather":
             _check_row_gather(eqn, program, in_kinds, out_kind)
         elif eqn.prim in LAST_AXIS_REDUCTIONS:
@@ -85,6 +87,7 @@ def classify_rows(program: Program, eqns: list[Eqn], seeds: dict[str, str], rows
                 raise Declined(f"{eqn.prim} over axes {axes} of {src} mixes rows (only last-axis reductions keep "
                                "rows independent)")
             reductions += 1
+            out_kind = "rowred"  # a row's statistic, even where rows == d makes its shape read as a column
         elif eqn.prim not in ELEMENTWISE and eqn.prim not in SHAPE_ONLY:
             raise Declined(f"the reference uses {eqn.prim}, which the row-wise templates do not emit")
         if (eqn.prim == "reshape" and in_kinds[0] != out_kind and {in_kinds[0], out_kind} != {"rowred"}
@@ -113,10 +116,19 @@ class Analysis:
     #: PyTorch's Linear layout), contracted on its last dim by the MXU instead of transposed in HBM first
     rhs: str = ""
     rhs_transposed: bool = False
+    #: rowwise reducing to one value (scalar_tail.py): the kernel runs eqns[:tail_from] and writes ``partial``
+    #: per row; the rest runs after it on those values
+    tail_from: int | None = None
+    partial: str = ""
 
     @property
     def output(self) -> str:
-        return self.program.outputs[0]
+        """What the kernel writes: the program's output, or the per-row values a scalar tail reduces."""
+        return self.partial or self.program.outputs[0]
+
+    @property
+    def kernel_eqns(self) -> list[Eqn]:
+        return self.program.eqns if self.tail_from is None else self.program.eqns[:self.tail_from]
 
 
 def analyse(program: Program) -> Analysis:
@@ -177,12 +189,32 @@ def _specific(program: Program) -> Analysis:
         lead = max((program.shapes[name] for name in program.inputs), key=math.prod, default=())
         if len(lead) >= 2 and math.prod(out_shape) == math.prod(lead[:-1]):
             rows, d = math.prod(lead[:-1]), lead[-1]  # the output is a statistic of the largest input's rows
+        if math.prod(out_shape) == 1 and len(lead) >= 2:
+            return _reduced_to_one(program, math.prod(lead[:-1]), lead[-1])
         seeds = {name: _kind(program.shapes[name], rows, d) for name in program.inputs}
         plan = classify_rows(program, program.eqns, seeds, rows, d)
         why = (f"rows are independent: {plan.reductions} reduction(s) over the last axis, the rest elementwise"
                if plan.reductions else "elementwise: every output element depends on the same element of the inputs")
         return Analysis("rowwise", program, rows, d, plan.kinds, reductions=plan.reductions, why=why)
     return _matmul(program, dots[0])
+
+
+def _reduced_to_one(program: Program, rows: int, d: int) -> Analysis:
+    """One value reduced from rows (a loss): per-row statistics in the kernel, the rest as a tail."""
+    from .scalar_tail import split
+
+    found = split(program, rows, d)
+    if found is None:
+        raise Declined("the output is one value that is not a reduction of the inputs' rows")
+    program, tail_from, partial = found
+    seeds = {name: _kind(program.shapes[name], rows, d) for name in program.inputs}
+    plan = classify_rows(program, program.eqns[:tail_from], seeds, rows, d)
+    if plan.kinds.get(partial) != "rowred":
+        raise Declined(f"the value reduced to the output is not one per row ({program.shapes[partial]})")
+    return Analysis("rowwise", program, rows, d, plan.kinds, reductions=plan.reductions, tail_from=tail_from,
+                    partial=partial, why=f"one value reduced from independent rows: each row's statistic in the "
+                    f"kernel ({plan.reductions} reduction(s) over the last axis), then "
+                    f"{len(program.eqns) - tail_from} op(s) on the {rows} per-row values")
 
 
 def _weight_layout(program: Program, dot: Eqn, before: list[Eqn]) -> tuple[str, bool, list[Eqn]]:

@@ -84,7 +84,7 @@ def rowwise_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str
     args = [f"a{i}" for i in range(n_dynamic)]
     refs = [(name, f"{name}_ref") for name in inputs]
     names = {name: name for name in inputs}
-    body = emit(a.program.eqns, names)
+    body = emit(a.kernel_eqns, names)
     specs = []
     for kind in kinds:
         shape, index = _spec_for(kind, "rows_per_block", "d", "i", "0")
@@ -114,8 +114,20 @@ def rowwise_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str
              "        compiler_params=pltpu.CompilerParams(dimension_semantics=(\"parallel\",),",
              "                                             vmem_limit_bytes=VMEM_LIMIT_BYTES),",
              "    )(*views)",
-             f"    return out.reshape({_output_shape_expr(a, args[lead])})", ""]
+             *_finish(a, args[lead]), ""]
     return "\n".join(lines)
+
+
+def _finish(a: Analysis, lead_arg: str) -> list[str]:
+    """The computation's last lines: the kernel's output in the reference's shape, or the scalar tail on it."""
+    if a.tail_from is None:
+        return [f"    return out.reshape({_output_shape_expr(a, lead_arg)})"]
+    from .scalar_tail import tail_lines
+
+    lines, result = tail_lines(a.program.eqns[a.tail_from:], a.partial)
+    return [f"    partial = out.reshape({_output_shape_expr(a, lead_arg)})  # one value per row",
+            "    # the reduction over rows and the scalar ops after it: a few values, left to XLA", *lines,
+            f"    return {result}"]
 
 
 def matmul_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str, n_dynamic: int) -> str:

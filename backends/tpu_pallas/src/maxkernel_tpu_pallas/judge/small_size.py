@@ -10,6 +10,9 @@ constants shrunk:
   multiple of 128 stays one, a ragged dim stays ragged by the same amount), and equal values stay
   equal (a square matrix stays square);
 - values up to 8 (kernel sizes, strides, dims, groups) never change;
+- different values stay different and in the same order (a batch of 32768 and a width of 4096 do
+  not both become 512, which would make rows and columns indistinguishable): a value that would
+  meet or pass a smaller one's new value is raised by multiples of ``m``, keeping its residue;
 - ``m`` goes down from 1024 until one input set is under ``SMALL_SET_BYTES``: the gentlest
   shrink that is small enough, so the check stays as close to the full size as it can;
 - a shrink that breaks the module (a reshape that needed the old ratio) is tried constant by
@@ -58,9 +61,30 @@ def _try(meta: dict[str, Any], overrides: dict[str, Any], tag: str):
     return module, set_bytes(shapes)
 
 
+def _ints(value: Any) -> list[int]:
+    return [i for v in value for i in _ints(v)] if isinstance(value, tuple) else [value]
+
+
+def ordered_shrink(constants: dict[str, Any], m: int) -> dict[str, Any]:
+    """Every constant shrunk at level m, distinct values kept distinct and in order (raised by multiples of m)."""
+    new: dict[int, int] = {}
+    for value in sorted({i for v in constants.values() for i in _ints(v)}):
+        small = shrink(value, m)
+        floor = max(new.values(), default=0)
+        if new and small <= floor:
+            small += m * ((floor - small) // m + 1)
+        new[value] = min(small, value)
+
+    def apply(value: Any) -> Any:
+        return tuple(apply(v) for v in value) if isinstance(value, tuple) else new[value]
+
+    return {k: apply(v) for k, v in constants.items()}
+
+
 def _at_level(meta, constants, m: int):
     """The module at shrink level m (all constants, else those that keep it working, largest first)."""
-    wanted = {k: shrink(v, m) for k, v in constants.items() if shrink(v, m) != v}
+    shrunk = ordered_shrink(constants, m)
+    wanted = {k: v for k, v in shrunk.items() if v != constants[k]}
     if not wanted:
         return None
     whole = _try(meta, wanted, str(m))
@@ -90,7 +114,7 @@ def derive(meta: dict[str, Any], full_bytes: int) -> tuple[Any, str] | tuple[Non
         return None, "the module has no size constants above 8 to shrink (sizes written inside its functions)"
     best = None
     for m in LEVELS:
-        found = _at_level(meta, scalable, m)
+        found = _at_level(meta, constants, m)
         if found is None:
             continue
         overrides, module, nbytes = found
