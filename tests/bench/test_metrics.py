@@ -70,3 +70,25 @@ def test_unverified_tasks_and_errors_are_counted_apart_never_as_correct():
     m = suite_metrics([ok("a", 2.0), unverified, error, failed("f")])
     assert (m["correct"], m["unverified"], m["errors"], m["correctness_rate"]) == (1, 1, 1, 0.25)
     assert {f["task"]: f["status"] for f in m["failures"]} == {"u": "unverified", "e": "error", "f": "failed"}
+
+
+def test_at_suite_scale_the_report_groups_the_reasons_most_common_first():
+    from pathlib import Path
+
+    from maxkernel_core.bench import BenchConfig, BenchResult
+    from maxkernel_core.bench.report import markdown
+
+    results = [ok("a", 1.0)]
+    results += [TaskResult(f"c{i}", "failed", f"no verified kernel; last verdict compile_error: TPU compile for v5e "
+                           f"failed: Unimplemented primitive in Pallas TPU lowering for tc: cumsum{i % 1}. Please file")
+                for i in range(7)]
+    results += [TaskResult(f"s{i}", "error", f"the offline synthesizer has no template for task s{i}: reduce_window "
+                           f"works on a shape ({i}, 128)") for i in range(4)]
+    results.append(TaskResult("u", "unverified", "correctness was not checked: no small size"))
+    text = markdown(BenchResult("bench-x", BenchConfig("suite"), results, suite_metrics(results), Path("."), "v6e"))
+    why = text.split("## Why, most common first")[1].split("## Tasks without")[0]
+    rows = [line for line in why.splitlines() if line.startswith("| ") and not line.startswith("| tasks")]
+    assert rows[0] == ("| 7 | failed | compile_error: TPU compile for v5e failed: Unimplemented primitive in Pallas "
+                       "TPU lowering for tc: cumsum0 |")
+    assert rows[1] == "| 4 | error | the offline synthesizer has no template for task T: reduce_window works on a shape |"
+    assert "1 unverified (compiled and proven" in text and "4 could not load or run" in text

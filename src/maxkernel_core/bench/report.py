@@ -56,7 +56,11 @@ def summary_lines(bench) -> list[str]:
                      f"{s['tasks_with_speedup']} correct tasks; {fast}")
     if not m["speed"]:
         lines.append("no correct task has a speed figure")
-    lines.append(f"{len(m['failures'])} tasks without a correct kernel (listed separately, not counted as 1x); "
+    apart = [f"{m[k]} {label}" for k, label in (("unverified", "unverified (compiled and proven, outputs not "
+                                                 "checkable here)"), ("errors", "could not load or run"))
+             if m.get(k)]
+    lines.append(f"{len(m['failures'])} tasks without a correct kernel{' (' + '; '.join(apart) + ')' if apart else ''} "
+                 "(listed separately, not counted as 1x); "
                  f"{m['evaluations']} evaluations, {m['llm_calls']} LLM calls, {m['tokens']} tokens"
                  + (f", ${m['cost_usd']:.2f}" if m["cost_usd"] else ""))
     return lines
@@ -74,6 +78,9 @@ def markdown(bench) -> str:
                      f"| {_x(r.speedup)} | {r.speedup_kind or '-'} | {_pct(r.roofline_fraction)} | {r.evaluations} "
                      f"| {r.tokens} | {r.wall_s:.0f} |")
     failures = [r for r in bench.results if not r.correct]
+    if len(failures) > 10:  # at suite scale, what to fix first: the reasons by how many tasks share them
+        lines += ["", "## Why, most common first", "", "| tasks | status | reason |", "|---|---|---|"]
+        lines += [f"| {n} | {status} | {reason} |" for (status, reason), n in reason_counts(failures)[:15]]
     if failures:
         lines += ["", "## Tasks without a correct kernel", ""]
         lines += [f"- **{r.task_id}** ({r.status}): {r.reason}" for r in failures]
@@ -82,6 +89,20 @@ def markdown(bench) -> str:
         lines += ["", "## Legitimate algebraic shortcuts these tasks allow", ""]
         lines += [f"- **{r.task_id}**: {r.notes}" for r in shortcuts]
     return "\n".join(lines) + "\n"
+
+
+def reason_counts(failures) -> list[tuple[tuple[str, str], int]]:
+    """(status, the reason's first clause, numbers and names blanked) -> how many tasks share it, most first."""
+    import collections
+    import re
+
+    def gist(reason: str) -> str:
+        first = re.split(r"[;(]|\. ", reason.replace("no verified kernel; last verdict ", ""), maxsplit=1)[0]
+        text = ": ".join(part.strip() for part in first.split(":")[:4] if part.strip())
+        return re.sub(r"\b\d[\d,.]*\b", "N", re.sub(r"task [\w.-]+", "task T", text))[:160]
+
+    counts = collections.Counter((r.status, gist(r.reason)) for r in failures)
+    return counts.most_common()
 
 
 # --- figures ------------------------------------------------------------------
