@@ -144,3 +144,14 @@ def test_a_pytorch_task_runs_through_torchax_and_takes_a_jax_answer(evaluator):
 def test_a_translation_that_differs_from_pytorch_stops_the_task(evaluator):
     with pytest.raises(TaskError, match="differs from PyTorch's own output"):
         evaluator.reference(load("torch_mistranslated.py"), "v5e")
+
+
+@pytest.mark.slow
+def test_a_pytree_of_outputs_with_integers_is_judged_leaf_by_leaf(evaluator):
+    ev = judge(evaluator, "argmax_and_max.py", "argmax_and_max.py")
+    assert ev.status == EvalStatus.OK, ev.reason
+    code = (FOLDER / "kernels" / "argmax_and_max.py").read_text().replace('"index": index[:, 0]',
+                                                                         '"index": index[:, 0] + 1')
+    task = load("argmax_and_max.py")
+    off_by_one = evaluator.evaluate(task, Candidate(task.id, code), target="v5e")
+    assert off_by_one.status == EvalStatus.INCORRECT and "output 0" in off_by_one.reason
