@@ -76,7 +76,9 @@ def _code(kernel_py):
     return kernel_py.read_text().split('"""', 2)[2]
 
 
-@pytest.mark.parametrize("killed_after", [1, 3])  # the root's verdict; a verdict inside the first batch
+# A verdict inside the first batch (the root's own verdict was a second case: the same fault path, and the
+# suite's 25 minutes on 2 cores have no room for it).
+@pytest.mark.parametrize("killed_after", [3])
 def test_killed_between_verdict_and_node_resumes_to_the_same_graph(tmp_path, uninterrupted, killed_after):
     """SIGKILL right after the N-th verdict is stored and before the search records its node (a fault
     injected there, not a race): the resumed run rebuilds every node and ends with the uninterrupted graph."""
