@@ -3,8 +3,6 @@ scalar outputs, PyTorch modules declined with the reason."""
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 from maxkernel_core import Candidate, EvalStatus, TaskError
@@ -14,7 +12,7 @@ from maxkernel_tpu_pallas.judge.evaluator import Evaluator
 from maxkernel_tpu_pallas.judge.small_size import derive, ordered_shrink, shrink
 from maxkernel_tpu_pallas.judge.task_module import load_task_module, size_constants
 
-from .conftest import HERE
+from .conftest import HERE, kernel_source
 
 FOLDER = HERE / "kernelbench"
 
@@ -85,9 +83,13 @@ def evaluator():
     ev.close()
 
 
-def judge(evaluator, task_name: str, kernel: str):
+def judge(evaluator, task_name: str, kernel: str, edit: tuple[str, str] | None = None):
+    """The verdict on a kernel of tests/tpu_pallas/kernelbench/kernels (with one text replaced, if given)."""
     task = load(task_name)
-    code = (FOLDER / "kernels" / kernel).read_text()
+    code = kernel_source(kernel, FOLDER / "kernels")
+    if edit is not None:
+        assert edit[0] in code
+        code = code.replace(*edit)
     return evaluator.evaluate(task, Candidate(task.id, code), target="v5e")
 
 
@@ -113,22 +115,16 @@ def test_with_no_size_small_enough_the_verdict_is_unverified_not_incorrect(evalu
 
 
 @pytest.mark.slow
-def test_a_scalar_output_is_compared_like_any_other(evaluator, tmp_path):
+def test_a_scalar_output_is_compared_like_any_other(evaluator):
     ev = judge(evaluator, "mse_loss.py", "mse_computation.py")
     assert ev.status == EvalStatus.OK, ev.reason
-    shutil.copy(FOLDER / "kernels" / "mse_computation.py", tmp_path / "wrong.py")
-    wrong = (tmp_path / "wrong.py").read_text().replace("/ predictions.size", "/ predictions.shape[0]")
-    task = load("mse_loss.py")
-    bad = evaluator.evaluate(task, Candidate(task.id, wrong), target="v5e")
+    bad = judge(evaluator, "mse_loss.py", "mse_computation.py", ("/ predictions.size", "/ predictions.shape[0]"))
     assert bad.status == EvalStatus.INCORRECT and "output 0" in bad.reason
 
 
 @pytest.mark.slow
-def test_a_name_the_installed_jax_lacks_gets_its_alternative_in_the_reason(evaluator, tmp_path):
-    code = (FOLDER / "kernels" / "mse_computation.py").read_text().replace("pltpu.CompilerParams(",
-                                                                           "pltpu.TPUCompilerParamz(")
-    task = load("mse_loss.py")
-    ev = evaluator.evaluate(task, Candidate(task.id, code), target="v5e")
+def test_a_name_the_installed_jax_lacks_gets_its_alternative_in_the_reason(evaluator):
+    ev = judge(evaluator, "mse_loss.py", "mse_computation.py", ("pltpu.CompilerParams(", "pltpu.TPUCompilerParamz("))
     assert ev.status == EvalStatus.COMPILE_ERROR
     assert "API of the installed jax: jax " in ev.reason and "has no pltpu.TPUCompilerParamz" in ev.reason
     assert "CompilerParams" in ev.reason.split("API of the installed jax")[1]
@@ -150,8 +146,6 @@ def test_a_translation_that_differs_from_pytorch_stops_the_task(evaluator):
 def test_a_pytree_of_outputs_with_integers_is_judged_leaf_by_leaf(evaluator):
     ev = judge(evaluator, "argmax_and_max.py", "argmax_and_max.py")
     assert ev.status == EvalStatus.OK, ev.reason
-    code = (FOLDER / "kernels" / "argmax_and_max.py").read_text().replace('"index": index[:, 0]',
-                                                                         '"index": index[:, 0] + 1')
-    task = load("argmax_and_max.py")
-    off_by_one = evaluator.evaluate(task, Candidate(task.id, code), target="v5e")
+    off_by_one = judge(evaluator, "argmax_and_max.py", "argmax_and_max.py",
+                       ('"index": index[:, 0]', '"index": index[:, 0] + 1'))
     assert off_by_one.status == EvalStatus.INCORRECT and "output 0" in off_by_one.reason

@@ -28,13 +28,18 @@ KERNELBENCH_TOLERANCE = 1e-2
 _TORCH = re.compile(r"^\s*(import torch|from torch\b)", re.M)
 
 
-def looks_like_kernelbench(path: Path) -> bool:
+def module_text(path: Path) -> str:
+    """A task module's text, or "" for what cannot be one (not a .py file, private, unreadable)."""
     if path.suffix != ".py" or path.name.startswith("_") or not path.is_file():
-        return False
+        return ""
     try:
-        text = path.read_text()
+        return path.read_text()
     except OSError:
-        return False
+        return ""
+
+
+def looks_like_kernelbench(path: Path) -> bool:
+    text = module_text(path)
     return "class Model" in text and "def get_inputs" in text and "def get_init_inputs" in text
 
 

@@ -34,7 +34,7 @@ from typing import Any
 import yaml
 from maxkernel_core import Task, TaskError, TaskRef
 
-from .kernelbench import KERNELBENCH_FORMAT, load_kernelbench_task, looks_like_kernelbench
+from .kernelbench import KERNELBENCH_FORMAT, load_kernelbench_task, looks_like_kernelbench, module_text
 
 BACKEND = "tpu_pallas"
 MAXKERNEL_FORMAT = "maxkernel"
@@ -162,12 +162,7 @@ def _literal_config(module: ast.Module, path: Path) -> dict[str, Any] | None:
 
 
 def looks_like_jaxbench(path: Path) -> bool:
-    if path.suffix != ".py" or path.name.startswith("_") or not path.is_file():
-        return False
-    try:
-        text = path.read_text()
-    except OSError:
-        return False
+    text = module_text(path)
     return "CONFIG" in text and "def workload" in text
 
 

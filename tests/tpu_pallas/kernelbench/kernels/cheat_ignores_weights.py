@@ -1,49 +1,17 @@
-"""A cheat: the honest kernel, but on the zero weights its own __init__ made (the task's are set as
-attributes it never reads), as a kernel tuned to JAXBench's all-zero weights would."""
+"""A cheat: the honest kernel, run on the zero weights its own __init__ made instead of the task's (which the
+judge sets as attributes before forward), as a kernel tuned to JAXBench's all-zero weights would."""
 
-import functools
-
-import jax
 import jax.numpy as jnp
-from jax.experimental import pallas as pl
-from jax.experimental.pallas import tpu as pltpu
 
-BLOCK_M, BLOCK_N, BLOCK_K = 256, 128, 512
+# @include gemm_bias_relu_modelnew.py
 
-
-def _kernel(x_ref, w_ref, b_ref, o_ref, acc_ref):
-    @pl.when(pl.program_id(2) == 0)
-    def _():
-        acc_ref[...] = jnp.zeros_like(acc_ref)
-
-    acc_ref[...] += jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)
-
-    @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
-    def _():
-        o_ref[...] = jax.nn.relu(acc_ref[...] + b_ref[...]).astype(o_ref.dtype)
+_Honest = ModelNew  # noqa: F821  (defined by the include above)
 
 
-def _block(dim, block):
-    return block if dim % block == 0 else dim
-
-
-class ModelNew:
+class ModelNew(_Honest):
     def __init__(self, in_features, out_features):
-        self.own_weight = jnp.zeros((in_features, out_features))
-        self.own_bias = jnp.zeros((out_features,))
+        self.own = (jnp.zeros((in_features, out_features)), jnp.zeros((out_features,)))
 
     def forward(self, x):
-        m, k = x.shape
-        n = self.own_weight.shape[1]
-        bm, bn, bk = _block(m, BLOCK_M), _block(n, BLOCK_N), _block(k, BLOCK_K)
-        return pl.pallas_call(
-            _kernel,
-            out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
-            grid=(m // bm, n // bn, k // bk),
-            in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)),
-                      pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j)),
-                      pl.BlockSpec((1, bn), lambda i, j, kk: (0, j))],
-            out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
-            scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
-            compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "arbitrary")),
-        )(x, self.own_weight, self.own_bias.reshape(1, n))
+        self.weight, self.bias = self.own  # the task's weights, set by the judge, are dropped here
+        return super().forward(x)
