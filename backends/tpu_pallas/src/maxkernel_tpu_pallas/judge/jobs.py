@@ -81,7 +81,8 @@ def _check_inputs(module, meta, job, shapes) -> tuple[list[dict[str, Any]], Any,
     with none, not at all (the verdict is then ``unverified``)."""
     full_bytes = sum(s.size * s.dtype.itemsize for s in shapes)
     if job["size"] != "full" or _on_tpu() or full_bytes <= job["max_full_input_bytes"]:
-        return task_inputs.input_sets(module, meta, fresh=int(job["fresh"]), size=job["size"]), module, ""
+        at = "" if _on_tpu() else "at the task's small size" if job["size"] == "small" else "at full size"
+        return task_inputs.input_sets(module, meta, fresh=int(job["fresh"]), size=job["size"]), module, at
     from .small_size import derive
 
     small, how = derive(meta, full_bytes)
