@@ -28,3 +28,15 @@ def test_fingerprint_is_stable_and_follows_task_files_target_and_calibration(tmp
     calibration.parent.mkdir(parents=True)
     calibration.write_text('measured_on = "TPU v5 lite"\n[values]\nhbm_efficiency = 0.9\n')
     assert fingerprint(task) != edited  # a user calibration changes every estimate
+
+
+def test_a_pytorch_tasks_fingerprint_follows_torch_and_torchax(monkeypatch):
+    from maxkernel_tpu_pallas.judge import fingerprint as module
+
+    task = Path(__file__).parent / "kernelbench" / "torch_module.py"
+    base = fingerprint(task)
+    real = module._version
+    monkeypatch.setattr(module, "_version", lambda dist: "9.9" if dist == "torchax" else real(dist))
+    assert fingerprint(task) != base  # another translation of the reference, another judge
+    jax_task = Path(__file__).parent / "kernelbench" / "mse_loss.py"
+    assert "torchax" not in fingerprint(jax_task)

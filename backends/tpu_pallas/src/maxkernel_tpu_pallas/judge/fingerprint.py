@@ -70,7 +70,10 @@ def judge_fingerprint(task: Task, target: str, eval_settings) -> str:
         "task": task_digest(task),
         "target": target,
         "eval": repr(eval_settings),
-        "versions": f"{compiler_versions()}, maxkernel {_version('maxkernel')}",
+        "versions": f"{compiler_versions()}, maxkernel {_version('maxkernel')}"
+                    # a PyTorch task's reference is torchax's translation: another torch or torchax, another judge
+                    + (f", torch {_version('torch')}, torchax {_version('torchax')}"
+                       if task.metadata.get("wrap") == "pytorch" else ""),
         "judge": judge_source_digest(),
         "calibration": calibration_digest(target),
         "machine": platform.node(),
