@@ -191,12 +191,24 @@ def _specific(program: Program) -> Analysis:
             rows, d = math.prod(lead[:-1]), lead[-1]  # the output is a statistic of the largest input's rows
         if math.prod(out_shape) == 1 and len(lead) >= 2:
             return _reduced_to_one(program, math.prod(lead[:-1]), lead[-1])
-        seeds = {name: _kind(program.shapes[name], rows, d) for name in program.inputs}
+        seeds = _seeds(program, rows, d)
         plan = classify_rows(program, program.eqns, seeds, rows, d)
         why = (f"rows are independent: {plan.reductions} reduction(s) over the last axis, the rest elementwise"
                if plan.reductions else "elementwise: every output element depends on the same element of the inputs")
         return Analysis("rowwise", program, rows, d, plan.kinds, reductions=plan.reductions, why=why)
     return _matmul(program, dots[0])
+
+
+def _seeds(program: Program, rows: int, d: int) -> dict[str, str]:
+    """The inputs' kinds. Where rows == d a vector's shape says nothing (a column parameter and a per-row value
+    are both (d,)): one broadcast along the rows (``a[:, None]``, broadcast dims (0,)) is per row."""
+    seeds = {name: _kind(program.shapes[name], rows, d) for name in program.inputs}
+    if rows == d:
+        for eqn in program.eqns:
+            if (eqn.prim == "broadcast_in_dim" and seeds.get(eqn.inputs[0]) == "col"
+                    and tuple(eqn.params["broadcast_dimensions"]) == (0,) and len(eqn.out_shapes[0]) == 2):
+                seeds[eqn.inputs[0]] = "rowred"
+    return seeds
 
 
 def _reduced_to_one(program: Program, rows: int, d: int) -> Analysis:
@@ -207,7 +219,7 @@ def _reduced_to_one(program: Program, rows: int, d: int) -> Analysis:
     if found is None:
         raise Declined("the output is one value that is not a reduction of the inputs' rows")
     program, tail_from, partial = found
-    seeds = {name: _kind(program.shapes[name], rows, d) for name in program.inputs}
+    seeds = _seeds(program, rows, d)
     plan = classify_rows(program, program.eqns[:tail_from], seeds, rows, d)
     if plan.kinds.get(partial) != "rowred":
         raise Declined(f"the value reduced to the output is not one per row ({program.shapes[partial]})")

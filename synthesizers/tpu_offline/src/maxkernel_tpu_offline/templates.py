@@ -13,6 +13,8 @@ import re
 
 import numpy as np
 
+from .lowerable import LOWERABLE_SOURCE
+
 from typing import TYPE_CHECKING
 
 from .blocks import block_helper_source, sublane_align
@@ -246,11 +248,12 @@ def batch_module(a: Analysis, task_id: str, params: dict[str, int], reference_so
     return "\n".join([
         header, "",
         "# --- the reference computation, fused whole into the kernel (from the task's reference.py) ---",
-        renamed.strip(), "# --- end of the reference ---", "", "",
+        renamed.strip(), "# --- end of the reference ---", "", LOWERABLE_SOURCE.strip(), "", "",
         "def _batch_kernel(*refs, static):",
         "    \"\"\"One block of the batch axis: load every operand, run the whole computation, store.\"\"\"",
         "    *in_refs, out_ref = refs",
-        "    out_ref[...] = _reference(*[r[...] for r in in_refs], *static).astype(out_ref.dtype)", "", "",
+        "    result = _lowerable(lambda *d: _reference(*d, *static))(*[r[...] for r in in_refs])",
+        "    out_ref[...] = result.astype(out_ref.dtype)", "", "",
         f"def computation({', '.join(args)}, *static):",
         "    out_aval = jax.eval_shape(lambda *d: _reference(*d, *static), " + ", ".join(args) + ")",
         "    batch = out_aval.shape[0]",

@@ -15,6 +15,9 @@ constants shrunk:
   meet or pass a smaller one's new value is raised by multiples of ``m``, keeping its residue;
 - ``m`` goes down from 1024 until one input set is under ``SMALL_SET_BYTES``: the gentlest
   shrink that is small enough, so the check stays as close to the full size as it can;
+- a constant the computation itself reads (``groups`` in a forward, ``CONFIG['num_heads']`` in a
+  workload) keeps its value: it is part of what is computed, and a candidate that copied the
+  reference keeps the full-size value;
 - a shrink that breaks the module (a reshape that needed the old ratio) is tried constant by
   constant, keeping those that still trace.
 
@@ -106,9 +109,12 @@ def _largest(value: Any) -> int:
 
 def derive(meta: dict[str, Any], full_bytes: int) -> tuple[Any, str] | tuple[None, str]:
     """(module at the derived size, what changed) or (None, why no small size could be derived)."""
-    from .task_module import module_source
+    from pathlib import Path
 
-    constants = size_constants(module_source(meta))
+    from .task_module import module_source, read_by_computation
+
+    fixed = read_by_computation(Path(meta["module"]).read_text())
+    constants = {k: v for k, v in size_constants(module_source(meta)).items() if k not in fixed}
     scalable = {k: v for k, v in constants.items() if _largest(v) > LEVELS[-1]}
     if not scalable:
         return None, "the module has no size constants above 8 to shrink (sizes written inside its functions)"

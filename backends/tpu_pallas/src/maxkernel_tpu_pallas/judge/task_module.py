@@ -179,6 +179,31 @@ def size_constants(source: str) -> dict[str, Any]:
     return found
 
 
+#: Functions that only make inputs: the constants they read are sizes a small size may change.
+INPUT_FUNCTIONS = frozenset({"get_inputs", "get_init_inputs", "create_inputs", "get_flops"})
+
+
+def read_by_computation(source: str) -> set[str]:
+    """Module constants the computation itself reads (``groups`` in a forward, ``CONFIG['num_heads']`` in a
+    workload): part of what it computes, not only of its input sizes. A copy of the reference inside a
+    candidate keeps their full-size values, so a small size must keep them too. A function's own parameters
+    and locals are not module constants."""
+    names: set[str] = set()
+    for node in ast.parse(source).body:
+        if not isinstance(node, (ast.FunctionDef, ast.ClassDef)) or node.name in INPUT_FUNCTIONS:
+            continue
+        for fn in [n for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.Lambda))]:
+            local = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+            local |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            for inner in ast.walk(fn):
+                if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Load) and inner.id not in local:
+                    names.add(inner.id)
+                elif (isinstance(inner, ast.Subscript) and isinstance(inner.value, ast.Name)
+                      and inner.value.id == "CONFIG" and isinstance(inner.slice, ast.Constant)):
+                    names.add(f"CONFIG[{inner.slice.value!r}]")
+    return names
+
+
 def _is_size(value: Any) -> bool:
     if isinstance(value, tuple):
         return bool(value) and all(_is_size(v) for v in value)
