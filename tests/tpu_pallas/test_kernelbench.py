@@ -10,7 +10,7 @@ from maxkernel_core import Candidate, EvalStatus, TaskError
 from maxkernel_tpu_pallas import tasks
 from maxkernel_tpu_pallas.judge.evaluator import Evaluator
 from maxkernel_tpu_pallas.judge.small_size import derive, ordered_shrink, shrink
-from maxkernel_tpu_pallas.judge.task_module import load_task_module, size_constants
+from maxkernel_tpu_pallas.judge.task_module import load_task_module, read_by_computation, size_constants
 
 from .conftest import HERE, kernel_source
 
@@ -64,6 +64,17 @@ def test_a_small_size_keeps_divisibility_and_equal_dims_equal():
     assert shrunk == {"rows": 1024, "width": 512, "same": 512, "shape": (1024,), "k": 3}
     source = "batch_size = 1024\nflag = True\nscale = 0.5\nshape = (8, 4096)\nCONFIG = {'M': 2048, 'name': 'x'}\n"
     assert size_constants(source) == {"batch_size": 1024, "shape": (8, 4096), "CONFIG['M']": 2048}
+
+
+def test_constants_the_computation_reads_are_not_sizes():
+    source = (
+        "groups = 64\nchannels = 64\nCONFIG = {'heads': 16, 'seq': 4096}\n"
+        "class Model:\n    def __init__(self, channels):\n        self.c = channels\n"
+        "    def forward(self, x):\n        return x.reshape(groups, -1)\n"
+        "def workload(x):\n    return x * CONFIG['heads']\n"
+        "def get_inputs():\n    return [channels, CONFIG['seq']]\n")
+    assert read_by_computation(source) >= {"groups", "CONFIG['heads']"}
+    assert not read_by_computation(source) & {"channels", "CONFIG['seq']"}  # a parameter; inputs only
 
 
 def test_the_derived_size_is_the_gentlest_under_the_limit():
