@@ -64,10 +64,13 @@ def summarise(results: list[dict], sources: dict[str, str], wall_s: float) -> No
     for source, rows in sorted(by_source.items()):
         print(line(source, rows))
     print(f"wall time: {wall_s / 60:.1f} min ({wall_s / max(len(results), 1):.1f} s per task)")
-    reasons = Counter(r["reason"].split(":")[0][:90] for r in results if r["status"] != "correct")
+    from maxkernel_core.bench import TaskResult
+    from maxkernel_core.bench.report import reason_counts
+
     print("most common reasons without a verified kernel:")
-    for reason, n in reasons.most_common(8):
-        print(f"  {n:>4}  {reason}")
+    failures = [TaskResult.from_dict(r) for r in results if r["status"] != "correct"]
+    for (status, reason), n in reason_counts(failures)[:10]:
+        print(f"  {n:>4}  {status}: {reason}")
 
 
 def _source(task_id: str, sources: dict[str, str]) -> str:
