@@ -165,7 +165,7 @@ def _chain(names: tuple[str, ...]) -> tuple[list[str], str]:
         if weight:
             weights.append(weight)
         inner = body if body == "{x}" else "(" + body + ")"
-        body = re.sub(r"\bx\b", lambda _: inner, expr)
+        body = re.sub(r"\bx\b", lambda _, inner=inner: inner, expr)
     return weights, body
 
 
@@ -184,7 +184,7 @@ def level2():
                module(f"Gemm then {', '.join(chain)}", "level 2", ["in_features", "out_features"], init_w, ["x"],
                       body.replace("{x}", "jnp.matmul(x, self.weight)"),
                       {"batch_size": m, "in_features": k, "out_features": n}, [normal("(batch_size, in_features)")]))
-    for i, chain in enumerate(picks[:12]):
+    for chain in picks[:12]:
         if any(c in ("Softmax", "LogSumExp", "LayerNorm") for c in chain):
             continue
         weights, body = _chain(tuple(c for c in chain if c != "BiasAdd"))

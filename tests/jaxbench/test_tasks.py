@@ -80,7 +80,7 @@ def test_reference_runs_small_on_cpu_and_compiles_full_for_v6e(task_id, evaluato
     task = tasks.load_task_at(ROOT / task_id)
     ref = evaluator.reference(task, "v6e")
     assert ref.xla and ref.xla.get("ok"), f"full size does not compile for v6e: {ref.xla}"
-    assert len(ref.sets) >= 2 and not ref.note
+    assert len(ref.sets) >= 2 and ref.note == "at the task's small size"  # what the verdict will say
     for outs in ref.outputs:
         for out in outs:
             values = np.asarray(out, dtype=np.float64)

@@ -96,13 +96,7 @@ def result_of_run(store: RunStore, run_id: str, best, wall_s: float, kernel: Pat
                   compiled=any("compile" in c.name for c in checks),
                   proof_of_kernel=any(c.name.startswith("proof") for c in checks))
     if best is None:
-        last = evaluations[-1] if evaluations else None
-        reason = f"no verified kernel; last verdict {last.status.value}: {last.reason}" if last else "no candidate"
-        # passed every check that could run, but nothing could check its outputs: counted apart, never failed
-        unverified = next((e for e in evaluations if e.status == EvalStatus.UNVERIFIED), None)
-        if unverified is not None:
-            return TaskResult(store.get_run(run_id).task_id, "unverified", unverified.reason[:500], **common)
-        return TaskResult(store.get_run(run_id).task_id, "failed", reason[:500], **common)
+        return TaskResult(store.get_run(run_id).task_id, *_without_kernel(evaluations), **common)
     ev = best.evaluation
     p = ev.profile
     return TaskResult(
@@ -111,6 +105,17 @@ def result_of_run(store: RunStore, run_id: str, best, wall_s: float, kernel: Pat
         seconds=p.seconds if p else None, reference_seconds=p.reference_seconds if p else None,
         roofline_fraction=p.roofline_fraction if p else None, arithmetic_intensity=p.arithmetic_intensity if p else None,
         **common)
+
+
+def _without_kernel(evaluations) -> tuple[str, str]:
+    """(status, reason) of a task whose run verified no kernel: "unverified" when a candidate passed every check
+    that could run but nothing could check its outputs (counted apart, never as failed), else "failed"."""
+    unverified = next((e for e in evaluations if e.status == EvalStatus.UNVERIFIED), None)
+    if unverified is not None:
+        return "unverified", unverified.reason[:500]
+    last = evaluations[-1] if evaluations else None
+    return "failed", (f"no verified kernel; last verdict {last.status.value}: {last.reason}" if last
+                      else "no candidate")[:500]
 
 
 def task_settings(settings: Settings, config: BenchConfig) -> Settings:

@@ -73,9 +73,9 @@ def _signature(function: str, keyword: str = "") -> str | None:
 
 def hint(exc: BaseException) -> str:
     """One line on what the installed jax offers instead, or "" when the error is not about jax's API."""
-    if isinstance(exc, AttributeError) and inspect.ismodule(getattr(exc, "obj", None)) and exc.name:
-        if exc.obj.__name__.split(".")[0] == "jax":
-            return _missing_name(exc.obj.__name__, exc.name)
+    module = getattr(exc, "obj", None) if isinstance(exc, AttributeError) else None
+    if inspect.ismodule(module) and exc.name and module.__name__.split(".")[0] == "jax":
+        return _missing_name(module.__name__, exc.name)
     if isinstance(exc, ImportError) and (m := _IMPORT.search(str(exc))) and m.group(2).startswith("jax"):
         return _missing_name(m.group(2), m.group(1))
     if isinstance(exc, TypeError):
