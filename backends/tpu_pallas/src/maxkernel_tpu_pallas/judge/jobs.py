@@ -79,12 +79,12 @@ def _check_inputs(module, meta, job, shapes) -> tuple[list[dict[str, Any]], Any,
     """(input sets, the module they are checked with, a note on their size). A task without its own small
     size is checked at full size while one set is at most the CPU limit; above it, at a derived small size;
     with none, not at all (the verdict is then ``unverified``)."""
-    full_bytes = sum(s.size * s.dtype.itemsize for s in shapes)
+    from .small_size import derive, set_bytes
+
+    full_bytes = set_bytes(shapes)
     if job["size"] != "full" or _on_tpu() or full_bytes <= job["max_full_input_bytes"]:
         at = "" if _on_tpu() else "at the task's small size" if job["size"] == "small" else "at full size"
         return task_inputs.input_sets(module, meta, fresh=int(job["fresh"]), size=job["size"]), module, at
-    from .small_size import derive
-
     small, how = derive(meta, full_bytes)
     too_big = (f"the task has no small size and one full-size input set ({full_bytes / 2**20:.0f} MiB) is over "
                f"the {job['max_full_input_bytes'] / 2**20:.0f} MiB a CPU correctness run takes")
@@ -103,7 +103,7 @@ def check_translation(module, sets: list[dict[str, Any]], expected: list[list[np
     torch_out = module._mk_torch_outputs(*sets[0]["dynamic"], *sets[0]["static"])
     ok, why, _ = compare([np.asarray(o, dtype=e.dtype) for o, e in zip(torch_out, expected[0], strict=False)],
                          expected[0], atol, rtol)
-    if not ok or len(torch_out) != len(expected[0]):
+    if not ok or len(torch_out) != len(expected[0]):  # the zip stops at the shorter list: count them too
         raise ValueError(f"the reference's JAX translation (torchax) differs from PyTorch's own output on CPU: "
                          f"{why or 'a different number of outputs'}")
 
