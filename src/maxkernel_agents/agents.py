@@ -15,11 +15,15 @@ from string import Template
 
 from maxkernel_core import Candidate, LLMMessage, LLMRequest, Plan, Provenance, hookimpl
 
-from .codeblocks import extract_json, extract_module
+from maxkernel_core.errors import UnusableReplies
+
+from .codeblocks import NoUsableCode, extract_json, extract_module
 
 KNOWLEDGE_BUDGET_CHARS = 12000
 HISTORY_ITEMS = 6
 PLAN_KEYS = ("tiling", "memory", "grid", "pipelining", "fusion")
+REPLY_AGAIN = ("Your reply could not be used: {reason}. Answer again with the whole module in one ```python "
+               "block (it must define computation(), or class ModelNew for a KernelBench-style task).")
 
 
 def template(name: str) -> Template:
@@ -42,6 +46,26 @@ def _ask(ctx, role: str, prompt: str, shared: dict[str, str]):
     system = template("system").safe_substitute(shared)
     request = LLMRequest((LLMMessage("system", system), LLMMessage("user", prompt)), role=role)
     return ctx.complete(request)
+
+
+def _ask_for_code(ctx, role: str, prompt: str, shared: dict[str, str]):
+    """(reply, module): a reply without usable code is answered with its parse error and asked again, up to
+    ``ctx.reply_retries`` times (each a model call, within the run's LLM budget), and counted."""
+    messages = [LLMMessage("system", template("system").safe_substitute(shared)), LLMMessage("user", prompt)]
+    tries = ctx.reply_retries + 1
+    for _ in range(tries):
+        reply = ctx.complete(LLMRequest(tuple(messages), role=role))
+        try:
+            return reply, extract_module(reply.text)
+        except NoUsableCode as exc:
+            ctx.unusable_replies += 1
+            reason = str(exc)
+            messages += [LLMMessage("assistant", reply.text), LLMMessage("user", REPLY_AGAIN.format(reason=reason))]
+    llm = ctx.llm_for(role)
+    raise UnusableReplies(f"the {role} role's model ({llm.provider.name}:{reply.model or llm.model or '?'}) gave no "
+                          f"usable code in {tries} replies (last: {reason}); `maxkernel logs --role {role}` "
+                          "shows them; try a stronger model for this role ([llm.roles.{role}]) or raise "
+                          "llm.reply_retries")
 
 
 def _verdict_line(attempt) -> str:
@@ -90,8 +114,7 @@ def agent_implement(task, plan, ctx) -> Candidate | None:
     plan_text = plan.summary + ("\n\n" + "\n".join(f"- {k}: {v}" for k, v in plan.decisions.items())
                                 if plan.decisions else "")
     prompt = template("implement").safe_substitute(shared, plan=plan_text, parameters=json.dumps(plan.parameters))
-    reply = _ask(ctx, "implement", prompt, shared)
-    code = extract_module(reply.text)
+    reply, code = _ask_for_code(ctx, "implement", prompt, shared)
     return Candidate(task.id, code, dict(plan.parameters), provenance=Provenance(
         role="implement", provider=ctx.llm_for("implement").provider.name, model=reply.model,
         strategy=ctx.config.strategy, plan_id=plan.id))
@@ -119,8 +142,7 @@ def agent_debug(task, candidate, evaluation, attempts, ctx) -> Candidate | None:
     prompt = template("debug").safe_substitute(
         shared, code=candidate.code, status=evaluation.status.value, reason=evaluation.reason,
         checks=_checks_text(evaluation), earlier=earlier)
-    reply = _ask(ctx, "debug", prompt, shared)
-    code = extract_module(reply.text)
+    reply, code = _ask_for_code(ctx, "debug", prompt, shared)
     return Candidate(task.id, code, dict(candidate.parameters), parent_id=candidate.id, provenance=Provenance(
         role="debug", provider=ctx.llm_for("debug").provider.name, model=reply.model,
         strategy=ctx.config.strategy, transformation=f"fix {evaluation.status.value}"))

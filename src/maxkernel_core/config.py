@@ -75,6 +75,9 @@ class LLMSettings:
     max_cost_usd: float | None = None
     #: Debugger attempts per failed candidate.
     debug_attempts: int = 6
+    #: Times a role is asked again when its reply has no usable code (the parse error is the feedback); each
+    #: is a model call, counted against llm.max_calls, and in the run's result.
+    reply_retries: int = 2
     #: Record every model call of a run to this JSONL file (replay it with --provider replay).
     record: str | None = None
     #: Transcript played back by the replay provider.

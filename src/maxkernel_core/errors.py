@@ -48,7 +48,23 @@ class ProviderError(MaxKernelError):
 
 
 class ExecutorError(MaxKernelError):
-    """An evaluation executor cannot start (missing package, unreachable cluster) or kept losing an evaluation."""
+    """An evaluation executor cannot start (missing package, bad address) or kept losing an evaluation."""
+
+
+class ServiceFailure(MaxKernelError):
+    """A service the run depends on (a model, a cluster) failed beyond its retries: exit 3, not a usage error."""
+
+    exit_code = 3
+
+
+class UnusableReplies(ServiceFailure):
+    """A role's model kept answering without usable code, past ``llm.reply_retries``."""
+
+
+class ExecutorUnreachable(ExecutorError, ServiceFailure):
+    """The executor's cluster cannot be reached or kept losing evaluations."""
+
+    exit_code = 3
 
 
 class CandidateFailed(MaxKernelError):

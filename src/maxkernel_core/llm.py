@@ -25,14 +25,15 @@ from collections.abc import Callable
 import attrs
 from attrs import define, frozen
 
-from .errors import MaxKernelError, ProviderError
+from .errors import MaxKernelError, ProviderError, ServiceFailure
 from .interfaces import LLMProvider, LLMRequest, LLMResponse
 
 
-class LLMError(ProviderError):
-    """A model call failed; subclasses say whether and how to retry."""
+class LLMError(ProviderError, ServiceFailure):
+    """A model call failed; subclasses say whether and how to retry. Exit 3: the service, not the input."""
 
     retryable = False
+    exit_code = 3
 
 
 class RateLimited(LLMError):
@@ -62,7 +63,9 @@ class ContextTooLong(LLMError):
 
 
 class AuthError(LLMError):
-    """Missing or rejected credentials."""
+    """Missing or rejected credentials: the user fixes the key (exit 2)."""
+
+    exit_code = 2
 
 
 class BudgetExceeded(MaxKernelError):
@@ -139,8 +142,11 @@ def complete(
     log: Log | None = None,
     sleep: Callable[[float], None] = time.sleep,
     rng: random.Random | None = None,
+    on_retry: Callable[[int, str], None] | None = None,
 ) -> LLMResponse:
-    """One completion, retried and trimmed as the failure requires; every attempt logged and charged."""
+    """One completion, retried and trimmed as the failure requires; every attempt logged and charged.
+
+    ``on_retry(n, error)`` is told before the n-th retry's wait (the live line shows it)."""
     rng = rng or random.Random()
     budget = budget or Budget()
     attempt = 0
@@ -167,6 +173,8 @@ def complete(
                     raise type(exc)(f"{exc} (gave up after {attempt + 1} attempts)") from exc
                 raise
             retry_after = getattr(exc, "retry_after", None)
+            if on_retry is not None:
+                on_retry(attempt + 1, type(exc).__name__)
             sleep(min(retry_after, policy.max_delay_s) if retry_after else policy.delay(attempt, rng))
             attempt += 1
             continue

@@ -230,6 +230,9 @@ class Profile:
     arithmetic_intensity: float | None = None
     #: whether the kernels' blocks fit on-chip memory (None: not known)
     fits_memory: bool | None = None
+    #: what the reference time stands for, in a sentence (e.g. the matmul precision XLA's reference runs at,
+    #: which is why an f32 matmul can read below 1x); the run's closing line and report print it
+    reference_note: str = ""
 
     @property
     def speedup(self) -> float | None:

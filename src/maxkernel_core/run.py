@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from .activity import Activity
 from .config import ResolvedSettings, Settings, bind_sections, load_settings
 from .errors import BudgetSpent
 from .interfaces import Executor
@@ -50,7 +51,7 @@ def run_config(settings: Settings, task_id: str) -> RunConfig:
 
 def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, resume: str | None = None,
              out: str | Path | None = None, observers: tuple = (), on_start=None, executor: Executor | None = None,
-             **run_overrides: Any) -> RunResult:
+             activity: Activity | None = None, **run_overrides: Any) -> RunResult:
     """Run a strategy on a task and return its result (the same record ``maxkernel run`` reports).
 
     :param task: a task id (searched in ``tasks.paths`` and the backend's suites) or a path.
@@ -61,6 +62,7 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
     :param resume: a run id to continue; its stored config wins over the settings.
     :param on_start: called with the run id once the run is in the store, before any work
         (``maxkernel bench`` records it so that a killed bench resumes this run).
+    :param activity: where the session notes what it waits on (model calls, verdicts), for a live display.
     :param executor: where candidates are judged; default: the one ``executor.name`` selects,
         closed at the end (one passed in is left open for the caller's next run).
     """
@@ -73,6 +75,7 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
     bind_sections(resolved, pm.registries.settings_sections())
     store = RunStore.open(settings.store.home)
     if resume:
+        resume = store.resolve_id("run", resume)  # a unique prefix names the run, as everywhere
         stored = store.get_run(resume).config
         for key in ("strategy", "provider", "model", "backend", "target", "budget", "seed", "tuned", "time_limit_s"):
             setattr(settings.run, key, getattr(stored, key))
@@ -91,7 +94,8 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
             policy=RetryPolicy(max_retries=settings.llm.max_retries),
             recorder=TranscriptRecorder(settings.llm.record) if settings.llm.record else None,
             gate=threading.Semaphore(max(settings.llm.concurrency, 1)),  # model calls in flight at once
-            executor=executor,
+            executor=executor, reply_retries=max(settings.llm.reply_retries, 0),
+            **({"activity": activity} if activity is not None else {}),
         )
         session.observers.extend(observers)
         if on_start is not None:

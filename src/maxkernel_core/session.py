@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 from attrs import define, field, frozen
 
+from .activity import Activity
 from .errors import BudgetSpent, PluginError
 from .hookspecs import hookimpl
 from .interfaces import Backend, Executor, LLMRequest, LLMResponse
@@ -77,6 +78,12 @@ class AgentContext:
     recorder: TranscriptRecorder | None = None
     #: where evaluations run (``--executor``); None: the backend's own worker pool in this process
     executor: Executor | None = None
+    #: what the run waits on now (model calls, verdicts), for the live line
+    activity: Activity = field(factory=Activity)
+    #: times a role may be asked again after a reply without usable code (``llm.reply_retries``)
+    reply_retries: int = 2
+    #: replies a role could not use (no code block, a module that does not parse), each asked again
+    unusable_replies: int = 0
     _gate: threading.Semaphore = field(factory=lambda: threading.Semaphore(4))
     _caches: dict[str, dict[str, Any]] = field(factory=dict)
     _caches_lock: threading.Lock = field(factory=threading.Lock)
@@ -109,8 +116,14 @@ class AgentContext:
             self.store.add_llm_call(self.run_id, provider=name, request=req, response=resp, error=error,
                                     latency_s=latency)
 
+        what = f"waiting for {name}:{request.model or 'default model'} ({request.role or 'default'} role)"
         with self._gate:
-            response = complete(llm.provider, request, policy=self.policy, budget=self.budget, log=log)
+            token = self.activity.begin(what, self.policy.max_retries)
+            try:
+                response = complete(llm.provider, request, policy=self.policy, budget=self.budget, log=log,
+                                    on_retry=lambda n, err: self.activity.retrying(token, n, err))
+            finally:
+                self.activity.end(token)
         if self.recorder is not None:
             self.recorder(request, response, name)
         return response
@@ -129,6 +142,7 @@ class RunResult:
     message: str = ""
     rechecks: int = 0  # re-evaluations of a best kernel before it was declared, not counted against --budget
     reused: int = 0  # verdicts of identical code judged before (this run or an earlier one), not counted either
+    unusable_replies: int = 0  # model replies without usable code, each answered by asking the role again
 
 
 class RoleLog:
@@ -278,7 +292,11 @@ class RunSession:
             self._in_flight += not recheck  # the slot is taken now: concurrent evaluations cannot overshoot
         try:
             self.store.add_candidate(self.run_id, candidate)
-            evaluation = self._call("agent_test", candidate=candidate)
+            token = self.ctx.activity.begin(f"judging {candidate.id}")
+            try:
+                evaluation = self._call("agent_test", candidate=candidate)
+            finally:
+                self.ctx.activity.end(token)
             self.store.add_evaluation(self.run_id, evaluation)
             if key and evaluation.status in REUSABLE:
                 self.store.cache_verdict(key, self.run_id, evaluation)
@@ -368,7 +386,8 @@ class RunSession:
         status = status or ("ok" if best else "no_valid_candidate")
         rechecks = sum(1 for a in self.history if is_recheck(a.candidate))
         reused = sum(1 for a in self.history if a.evaluation.reused_from)
-        result = RunResult(self.run_id, self.task.id, status, best, self.spent(), message, rechecks, reused)
+        result = RunResult(self.run_id, self.task.id, status, best, self.spent(), message, rechecks, reused,
+                           self.ctx.unusable_replies)
         from .serialize import to_json
 
         self.store.set_run_status(self.run_id, status, to_json(result))

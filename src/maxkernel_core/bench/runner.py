@@ -233,6 +233,7 @@ def run_bench(settings: Settings, pm, config: BenchConfig | None = None, *, resu
 
     store = RunStore.open(settings.store.home)
     if resume:
+        resume = store.resolve_id("bench", resume)  # a unique prefix names the bench
         config = BenchConfig(**store.get_bench(resume)["config"])
     elif config is None:
         raise ValueError("run_bench needs a config or a bench id to resume")

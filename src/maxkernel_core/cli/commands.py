@@ -18,13 +18,16 @@ from ..serialize import to_json
 from ..tuned import MODES as TUNED_MODES
 from .app import App, app_for
 from .group import cli
-from .progress import RunProgress, report_result
+from ..activity import Activity
+from .output import EXIT_INTERRUPTED, console_for, natural_key, piped, print_rows
+from .progress import RunProgress
+from .run_result import report_result, result_json
 
 INTERNAL_PLUGIN_PREFIX = "maxkernel-role-log-"
 
 
 def _console() -> Console:
-    return Console(soft_wrap=True)
+    return console_for()
 
 
 def _echo_json(data: Any) -> None:
@@ -138,9 +141,15 @@ def runs_list(limit: int, as_json: bool) -> None:
     if not runs:
         click.echo(f"No runs yet in {store.path}.")
         return
-    table = Table("run", "started", "status", "task", "strategy", "provider")
-    for r in runs:
-        table.add_row(r.id, _when(r.created_at), r.status, r.task_id, r.strategy, r.provider or "-")
+    rows = [[r.id, _when(r.created_at), r.status, r.task_id, r.strategy, r.provider or "-"] for r in runs]
+    header = ["run", "started", "status", "task", "strategy", "provider"]
+    if piped():  # whole ids, tab-separated: `maxkernel runs list | cut -f1` gives ids that work
+        print_rows(header, rows)
+        return
+    table = Table(*header)
+    table.columns[0].no_wrap = True
+    for row in rows:
+        table.add_row(*row)
     _console().print(table)
 
 
@@ -148,7 +157,7 @@ def runs_list(limit: int, as_json: bool) -> None:
 @click.argument("run_id")
 @click.option("--json", "as_json", is_flag=True)
 def runs_show(run_id: str, as_json: bool) -> None:
-    """Show one run: config, verdicts, LLM usage."""
+    """Show one run (RUN_ID or a unique prefix of it): config, verdicts, LLM usage (`maxkernel logs` has the calls)."""
     summary = _app().store.run_summary(run_id)
     if as_json:
         _echo_json(summary)
@@ -160,6 +169,13 @@ def runs_show(run_id: str, as_json: bool) -> None:
                f"{summary['llm_calls']} LLM calls ({summary['tokens']} tokens), {summary['search_nodes']} search nodes")
     for e in summary["evaluations"]:
         click.echo(f"  - {e['candidate']}: {e['status']}" + (f" ({e['reason']})" if e["reason"] else ""))
+    for u in summary["llm_usage"]:
+        cost = f", ${u['cost_usd']:.4f}" if u["cost_usd"] is not None else ""
+        click.echo(f"  LLM {u['provider']}:{u['model'] or '?'} ({u['role'] or '-'}): {u['calls']} calls, "
+                   f"{u['errors']} failed, {u['input_tokens']:,} tokens in, {u['output_tokens']:,} out{cost}, "
+                   f"{u['latency_s']:.1f} s")
+    if summary["llm_calls"]:
+        click.echo(f"  prompts and replies: maxkernel logs {summary['id']} --full")
 
 
 @cli.command("tasks")
@@ -173,20 +189,29 @@ def tasks_cmd(path: Path | None, as_json: bool) -> None:
         roots = [path] if path else app.task_roots(backend)
         for root in roots:
             refs.extend(backend.discover_tasks(Path(root)))
+    refs.sort(key=lambda r: natural_key(r.id))
     if as_json:
         _echo_json([{"id": r.id, "format": r.format, "backend": r.backend, "sizes": list(r.sizes),
                      "dtype": r.dtype, "path": r.path, "problem": r.problem} for r in refs])
-        return
-    if not refs:
+    elif refs:
+        rows = [[r.id, r.format, ",".join(r.sizes), r.dtype or "-", f"cannot load: {r.problem}" if r.problem else "ok"]
+                for r in refs]
+        if piped():
+            print_rows(["task", "format", "sizes", "dtype", "status"], rows)
+        else:
+            table = Table("task", "format", "sizes", "dtype", "status")
+            table.columns[0].no_wrap = True
+            for row in rows:
+                table.add_row(*row)
+            _console().print(table)
+    if not app.pm.registries.backends:
+        raise TaskError("no backend plugin is loaded, so no task format is known; see `maxkernel plugins`")
+    loaded = [r for r in refs if not r.problem]
+    if not loaded:
         where = path or "the configured folders (tasks.paths) or bundled suites"
-        if not app.pm.registries.backends:
-            raise TaskError("no backend plugin is loaded, so no task format is known; see `maxkernel plugins`")
-        click.echo(f"No tasks found in {where}.")
-        return
-    table = Table("task", "format", "sizes", "dtype", "status")
-    for r in refs:
-        table.add_row(r.id, r.format, ",".join(r.sizes), r.dtype or "-", f"cannot load: {r.problem}" if r.problem else "ok")
-    _console().print(table)
+        raise TaskError(f"no task loads from {where}" + (f" ({len(refs)} found, none loads: see above)" if refs else
+                        ": a task is a folder with task.yaml, a JAXBench-style .py, or a KernelBench-style module; "
+                        "`maxkernel new-task NAME` writes one"))
 
 
 def record_json(record: Any) -> str:
@@ -227,18 +252,23 @@ def providers_cmd(as_json: bool) -> None:
 @click.option("--budget", type=int, help="At most this many evaluations.")
 @click.option("--seed", type=int)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Output folder (default run.out).")
-@click.option("--resume", "resume", metavar="RUN_ID", help="Continue a stopped or killed run.")
+@click.option("--resume", "resume", metavar="RUN_ID", help="Continue a stopped or killed run (a unique id prefix will do).")
 @click.option("--tuned", type=click.Choice(TUNED_MODES),
               help="The tuned-config table: use (start from a matching entry), refresh (search anew), off.")
 @click.option("--time-limit", "time_limit", type=click.FloatRange(min=1), metavar="SECONDS",
               help="No new evaluation starts past this many seconds (run.time_limit_s).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result on stdout "
+              "(progress stays on stderr).")
+@click.option("-q", "--quiet", is_flag=True, help="No live line; print only the kernel's path (or errors).")
+@click.option("-v", "--verbose", is_flag=True, help="Print each verdict as it is stored, above the live line.")
 @executor_options
-def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resume, tuned, time_limit, executor,
-            ray_address) -> int:
-    """Optimize a kernel for TASK; writes kernel.py and report.json to --out."""
-    from rich.live import Live
+def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resume, tuned, time_limit, as_json, quiet,
+            verbose, executor, ray_address) -> int:
+    """Optimize a kernel for TASK; writes kernel.py, report.json and report.html to --out.
 
-    from ..run import executor_for, optimize
+    Exit codes: 0 a verified kernel, 1 none verified, 2 usage or input error, 3 provider or service failure,
+    130 interrupted (the resume command is printed)."""
+    from ..run import executor_for
 
     app = _app()
     app.override(run__strategy=(strategy, "--strategy"), run__provider=(provider, "--provider"),
@@ -247,29 +277,50 @@ def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resu
                  run__tuned=(tuned, "--tuned"), run__time_limit_s=(time_limit, "--time-limit"))
     override_executor(app, executor, ray_address)
     settings = app.settings
-    console = Console(stderr=True)
-    progress = RunProgress(settings)
+    console = console_for(stderr=True)
+    progress = RunProgress(settings, Activity(), console, verbose=verbose and not quiet)
     interactive = app.pm.registries.get("strategy", settings.run.strategy).cls.interactive
     # Started before the display: a missing extra or an unreachable cluster is one plain line.
     executor = executor_for(settings, app.pm)
-    live_display = contextlib.nullcontext(None) if interactive else Live(progress.render(), console=console,
-                                                                             refresh_per_second=4, transient=False)
+    result = _optimize_live(app, task_ref, resume, progress, executor, console, live=not (interactive or quiet))
+    if isinstance(result, int):
+        return result
+    out_dir = Path(settings.run.out)
+    if as_json:
+        data = result_json(result, out_dir, settings.run.target)
+        _echo_json(data)
+        if not quiet:
+            report_result(result, out_dir, console, settings.run.target)
+        return data["exit_code"]
+    return report_result(result, out_dir, console_for(), settings.run.target, quiet=quiet)
+
+
+def _optimize_live(app: App, task_ref: str, resume: str | None, progress: RunProgress, executor, console, live: bool):
+    """The run under its live line; the exit code instead of a result when interrupted."""
+    from rich.live import Live
+
+    from ..run import optimize
+
+    started = {"run": resume}
+    display = Live(progress, console=console, refresh_per_second=4, transient=False) if live \
+        else contextlib.nullcontext(None)
     try:
-        with live_display as live, contextlib.closing(executor):
-            progress.live = live
+        with display as shown, contextlib.closing(executor):
             try:
-                result = optimize(task_ref, settings=settings, pm=app.pm, resume=resume,
-                                  observers=(progress.observe,), executor=executor)
+                result = optimize(task_ref, settings=app.settings, pm=app.pm, resume=resume,
+                                  observers=(progress.observe,), executor=executor, activity=progress.activity,
+                                  on_start=lambda rid: started.update(run=rid))
             except KeyboardInterrupt:
-                if live is not None:
-                    live.stop()
-                runs = app.store.list_runs(1)
-                rid = runs[0].id if runs else "RUN_ID"
-                console.print(f"Interrupted. Everything evaluated so far is stored; continue with: "
-                              f"maxkernel run --task {task_ref} --resume {rid}")
-                return 130
+                if shown is not None:
+                    shown.stop()
+                rid = started["run"]
+                where = f"run {rid} is marked interrupted; " if rid else ""
+                console.print(f"Interrupted. {where}everything evaluated so far is stored; continue with: "
+                              f"maxkernel run --task {task_ref} --resume {rid or 'RUN_ID'}")
+                return EXIT_INTERRUPTED
     except Exception:
         console.line()  # the progress line has no newline of its own: the error starts a line
         raise
-    console.line()
-    return report_result(result, Path(settings.run.out), console)
+    if live:
+        console.line()
+    return result

@@ -1,22 +1,42 @@
-"""The live line of ``maxkernel run`` and its closing lines: what the run is doing, and what it found."""
+"""The live line of ``maxkernel run`` and its closing lines: what the run is doing, and what it found.
+
+The line always shows the elapsed time and the budget used, and what the run
+waits on now (a model call with its retry count, or a verdict) and for how
+long, so a hung model never looks like a hung tool.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import click
 from rich.console import Console
+from rich.markup import escape
+
+from ..activity import Activity
+from ..session import counted
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    return f"{m // 60}:{m % 60:02d}:{s:02d}" if m >= 60 else f"{m}:{s:02d}"
 
 
 class RunProgress:
-    """Counts stored verdicts and keeps the fastest verified one; ``observe`` is a session observer."""
+    """Counts stored verdicts and keeps the fastest verified one; ``observe`` is a session observer.
 
-    def __init__(self, settings) -> None:
+    ``verbose`` prints one line per verdict above the live line."""
+
+    def __init__(self, settings, activity: Activity | None = None, console: Console | None = None,
+                 verbose: bool = False) -> None:
         self.settings = settings
+        self.activity = activity or Activity()
+        self.console = console
+        self.verbose = verbose
         self.n = 0
         self.best = None
         self.line = "starting"
-        self.live = None
 
     def render(self) -> str:
         best = self.best
@@ -28,18 +48,26 @@ class RunProgress:
             speed = f", {p.speedup:.2f}x XLA ({kind})" if p and p.speedup else ""
             best_text = f"best {best.candidate.id}{speed}"
         run = self.settings.run
-        return f"[bold]maxkernel run[/] {run.strategy}/{run.provider}: {self.n} evaluations; " \
-               f"{best_text}; last: {self.line}"
+        budget = f"{self.n}/{run.budget} evaluations" if run.budget else plural(self.n, "evaluation")
+        now = self.activity.describe()
+        doing = f"now: {escape(now)}" if now else f"last: {escape(self.line)}"
+        return (f"[bold]maxkernel run[/] {run.strategy}/{run.provider} {_clock(self.activity.elapsed())}: "
+                f"{budget}; {best_text}; {doing}")
+
+    def __rich__(self) -> str:  # rich's Live re-renders this object on every refresh: the clock ticks
+        return self.render()
 
     def observe(self, attempt) -> None:
-        self.n += 1
+        self.n += counted(attempt)  # as --budget counts: re-checks and reused verdicts are free
         ev = attempt.evaluation
         how = attempt.candidate.provenance
         self.line = f"{how.transformation or how.role or 'candidate'} -> {ev.status.value}"
         if ev.ok and self._faster(ev.profile):
             self.best = attempt
-        if self.live is not None:
-            self.live.update(self.render())
+        if self.verbose and self.console is not None:
+            p = ev.profile
+            speed = f", {p.seconds * 1e6:,.1f} us ({'est.' if p.estimated else 'measured'})" if p and p.seconds else ""
+            self.console.print(f"  {attempt.candidate.id} {escape(self.line)}{speed}: {escape(ev.reason[:160])}")
 
     def _faster(self, p) -> bool:
         if self.best is None:
@@ -48,33 +76,22 @@ class RunProgress:
         return bool(p and p.seconds and (not current or p.seconds < (current.seconds or 1e9)))
 
 
-def report_result(result, out_dir: Path, console: Console) -> int:
-    """The closing lines of a run; the exit code (1 when no kernel was verified)."""
-    if result.best is None:
-        why = f" ({result.message})" if result.message and "spent" in result.message else ""
-        console.print(f"[red]No verified kernel[/]: none of the {result.evaluations} candidates passed evaluation{why} "
-                      f"(run {result.run_id}; `maxkernel runs show {result.run_id}` lists the verdicts). "
-                      f"The reference is not a result. Report: {out_dir / 'report.json'}")
-        return 1
-    if result.best.candidate.provenance.role == "tuned":
-        click.echo(f"Tuned table: {result.message}")
-    p = result.best.evaluation.profile
-    speed = ""
-    if p and p.seconds:
-        # A profile's two times are of one kind: both estimated by the same model, or both measured.
-        kind = "estimated by the cost model" if p.estimated else "measured"
-        same = "estimated by the same model" if p.estimated else "measured the same way"
-        speed = f"; {p.seconds * 1e6:,.1f} us {kind}" + (
-            f", {p.speedup:.2f}x the XLA reference ({same})" if p.speedup else "")
-    click.echo(f"Best kernel: {out_dir / 'kernel.py'} ({result.best.evaluation.status.value}: "
-               f"{result.best.evaluation.reason}{speed})")
-    click.echo(f"Report: {out_dir / 'report.html'} (and report.json); run {result.run_id} ({spent_line(result)})")
-    return 0
-
-
-def spent_line(result) -> str:
-    """What the run spent: evaluations against --budget, and what was not counted (re-checks, reused verdicts)."""
-    plural = "s" if result.evaluations != 1 else ""
-    free = [f"{n} {what}" for n, what in ((result.rechecks, "re-check of the best"),
-                                           (result.reused, "verdicts of identical code reused")) if n]
-    return f"{result.evaluations} evaluation{plural}" + (f"; not counted in --budget: {', '.join(free)}" if free else "")
+def speed_sentence(profile, target: str) -> str:
+    """What the headline figure is, in words a newcomer reads: which two times, of what kind, and what 1x means."""
+    if not profile or not profile.seconds:
+        return "Speed: not estimated or measured."
+    if profile.estimated:
+        kind = (f"estimated by maxkernel's cost model for TPU {target} (no TPU here: the program is compiled for "
+                f"{target} and modelled, not run)")
+    else:
+        kind = f"measured on the TPU {target}"
+    text = f"Speed: {profile.seconds * 1e6:,.1f} us per call, {kind}."
+    if profile.speedup and profile.reference_seconds:
+        faster = (f"{profile.speedup:.2f}x faster than" if profile.speedup >= 1
+                  else f"{1 / profile.speedup:.2f}x slower than")
+        text += (f" XLA's own compilation of the task's reference takes {profile.reference_seconds * 1e6:,.1f} us "
+                 f"{'by the same model' if profile.estimated else 'measured the same way'}, so the kernel is "
+                 f"{faster} XLA ({profile.speedup:.2f}x; above 1x is faster).")
+        if profile.reference_note:
+            text += f" {profile.reference_note}"
+    return text

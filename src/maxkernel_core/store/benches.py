@@ -11,7 +11,6 @@ import json
 import time
 from typing import Any
 
-from ..errors import StoreError
 from ..records import new_id
 
 
@@ -27,10 +26,7 @@ class BenchRecords:
         return bench_id
 
     def get_bench(self, bench_id: str) -> dict[str, Any]:
-        rows = self._rows("SELECT * FROM benches WHERE id = ?", bench_id)
-        if not rows:
-            raise StoreError(f"no bench {bench_id!r} in {self.path}; `maxkernel runs list` shows runs, "
-                             "and the bench id is printed when a bench starts")
+        rows = self._rows("SELECT * FROM benches WHERE id = ?", self.resolve_id("bench", bench_id))
         row = rows[0]
         return {"id": row["id"], "status": row["status"], "created_at": row["created_at"],
                 "config": json.loads(row["config_json"])}

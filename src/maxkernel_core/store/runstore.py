@@ -26,6 +26,7 @@ from ..interfaces import LLMRequest, LLMResponse
 from ..records import Candidate, Evaluation, RunConfig, SearchEdge, SearchNode, new_id
 from ..serialize import dumps, from_json, to_json
 from .benches import BenchRecords
+from .logs import LogRecords
 from .migrations import migrate
 from .tuned import TunedRecords
 from .verdicts import VerdictRecords
@@ -54,7 +55,7 @@ class RunRow:
     result: dict[str, Any] | None
 
 
-class RunStore(BenchRecords, VerdictRecords, TunedRecords):
+class RunStore(BenchRecords, VerdictRecords, TunedRecords, LogRecords):
     """Read and append records of runs. Safe to share between threads of one process."""
 
     def __init__(self, path: Path | str) -> None:
@@ -214,9 +215,8 @@ class RunStore(BenchRecords, VerdictRecords, TunedRecords):
         return [self._run_row(r) for r in rows]
 
     def get_run(self, run_id: str) -> RunRow:
-        rows = self._rows("SELECT * FROM runs WHERE id = ?", run_id)
-        if not rows:
-            raise StoreError(f"no run {run_id!r} in {self.path} (`maxkernel runs list` shows the runs)")
+        """The run ``run_id`` names: its full id or any unique prefix of it."""
+        rows = self._rows("SELECT * FROM runs WHERE id = ?", self.resolve_id("run", run_id))
         return self._run_row(rows[0])
 
     def candidates(self, run_id: str) -> list[Candidate]:
@@ -242,6 +242,7 @@ class RunStore(BenchRecords, VerdictRecords, TunedRecords):
     def run_summary(self, run_id: str) -> dict[str, Any]:
         """A run with counts and verdicts, as ``maxkernel runs show --json`` prints it."""
         run = self.get_run(run_id)
+        run_id = run.id
         evaluations = self.evaluations(run_id)
         calls = self.llm_calls(run_id)
         return {
@@ -261,4 +262,5 @@ class RunStore(BenchRecords, VerdictRecords, TunedRecords):
             "llm_calls": len(calls),
             "tokens": sum((c["input_tokens"] or 0) + (c["output_tokens"] or 0) for c in calls),
             "search_nodes": len(self.nodes(run_id)),
+            "llm_usage": self.llm_usage(run_id),
         }

@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 from maxkernel_core import Backend, Candidate, Evaluation, Executor, ExecutorError, MaxKernelError, Task, from_json
+from maxkernel_core.errors import ExecutorUnreachable
 from maxkernel_core.serialize import dumps
 
 from . import taskfiles
@@ -49,7 +50,7 @@ def probe(address: str | None, timeout_s: float = 10.0) -> None:
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
     except OSError as exc:
-        raise ExecutorError(f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}); "
+        raise ExecutorUnreachable(f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}); "
                             "check --ray-address and that the head node is up (`ray status` on it)") from None
 
 
@@ -83,7 +84,7 @@ class RayExecutor(Executor):
                 # Actor logs stay on the hosts (Ray's log files): the run's own display owns this terminal.
                 ray.init(address=config.address, log_to_driver=False, logging_level=logging.WARNING)
             except Exception as exc:  # ConnectionError, a bad address, a version mismatch with the cluster
-                raise ExecutorError(f"cannot connect to the Ray cluster at {config.address or 'RAY_ADDRESS or this machine'}"
+                raise ExecutorUnreachable(f"cannot connect to the Ray cluster at {config.address or 'RAY_ADDRESS or this machine'}"
                                     f" ({one_line(exc)}); check --ray-address and `ray status`") from None
         try:
             self.resources = dict(config.resources) or self._default_resources()
@@ -181,7 +182,7 @@ class RayExecutor(Executor):
                 pool.lose(host)
                 lost.append({**host.where, "error": one_line(exc)})
                 if len(lost) > self.max_retries:
-                    raise ExecutorError(
+                    raise ExecutorUnreachable(
                         f"the evaluation of candidate {candidate.id} was lost with its Ray host {len(lost)} times "
                         f"(last: {lost[-1]['error']}); nothing was recorded for it: fix the cluster, then continue "
                         "with --resume") from None

@@ -17,7 +17,7 @@ from maxkernel_core import Candidate, CheckResult, CompileError, EvalStatus, Eva
 
 from ..profiling.costmodel import estimate as cost_estimate
 from ..profiling.costmodel import matmul_flops_per_step, with_glue
-from ..profiling.diagnosis import as_details, diagnose, profile_record
+from ..profiling.diagnosis import as_details, diagnose, precision_note, profile_record
 from ..sandbox.pool import JobOutcome, Limits
 from . import proof
 from .compare import compare
@@ -64,7 +64,8 @@ class Verdict:
         outcome = self.outcome
         if outcome is not None and outcome.log_tail and status in (EvalStatus.CRASHED, EvalStatus.TIMEOUT):
             self.details["log_tail"] = outcome.log_tail[-1500:]
-        estimate = None if self.estimate is None else profile_record(self.cand.id, self.estimate, self.ref.xla_seconds)
+        estimate = None if self.estimate is None else profile_record(self.cand.id, self.estimate, self.ref.xla_seconds,
+                                                                   _precision_note(self.ref))
         sandbox = self.details.get("sandbox") or ""
         return Evaluation(self.cand.id, status, reason, tuple(self.checks), self.details, target=self.target,
                           estimate=estimate, sandbox=sandbox, **extra)
@@ -284,7 +285,7 @@ class Verdict:
         if failure:
             return self.done(EvalStatus.INCORRECT, failure, test=report)
         if profile is None and self.estimate is not None:  # no device: the labelled estimate stands in
-            profile = profile_record(cand.id, self.estimate, ref.xla_seconds)
+            profile = profile_record(cand.id, self.estimate, ref.xla_seconds, _precision_note(ref))
         return self.done(EvalStatus.OK, msg, test=report, profile=profile)
 
     def _timing(self, checked: JobOutcome) -> tuple[Profile | None, str | None]:
@@ -319,12 +320,17 @@ class Verdict:
         return Profile(self.cand.id, "device_trace", False, header["median_s"], ref_s, diagnosis=diagnosis,
                        details=measured, roofline_fraction=fraction,
                        arithmetic_intensity=est.arithmetic_intensity if est is not None else None,
-                       fits_memory=est.fits_vmem if est is not None else None), None
+                       fits_memory=est.fits_vmem if est is not None else None,
+                       reference_note=_precision_note(ref)), None
 
 
 def _hint(err: dict[str, Any]) -> str:
     """The installed jax's alternative to a name or signature the candidate used, as a sentence to act on."""
     return f". API of the installed jax: {err['hint']}" if err.get("hint") else ""
+
+
+def _precision_note(ref) -> str:
+    return precision_note((ref.xla or {}).get("precision"))
 
 
 def reference_details(ref) -> dict[str, Any]:

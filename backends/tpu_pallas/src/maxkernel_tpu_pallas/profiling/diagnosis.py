@@ -110,8 +110,18 @@ def as_details(est: CostEstimate, xla_seconds: float | None) -> dict[str, Any]:
     }
 
 
-def profile_record(candidate_id: str, est: CostEstimate, xla_seconds: float | None) -> Profile:
+def profile_record(candidate_id: str, est: CostEstimate, xla_seconds: float | None,
+                   reference_note: str = "") -> Profile:
     """The profiler role's record for a cost-model estimate (``estimated=True``, always)."""
     return Profile(candidate_id, "cost_model", True, est.seconds, xla_seconds, est.bound, tuple(diagnose(est)),
                    as_details(est, xla_seconds), roofline_fraction=est.roofline_fraction,
-                   arithmetic_intensity=est.arithmetic_intensity, fits_memory=est.fits_vmem)
+                   arithmetic_intensity=est.arithmetic_intensity, fits_memory=est.fits_vmem,
+                   reference_note=reference_note)
+
+
+def precision_note(precision: dict[str, Any] | None) -> str:
+    """Why an f32 task can read below 1x: the precision XLA's reference runs its matmuls at, in a sentence."""
+    if not isinstance(precision, dict) or not precision.get("precision"):
+        return ""
+    return (f"XLA's reference runs its matmuls at {precision['precision']} precision"
+            + (f" ({precision['why']})" if precision.get("why") else "") + ".")
