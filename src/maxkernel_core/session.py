@@ -75,6 +75,8 @@ class AgentContext:
     profile: Profile | None = None
     #: a person's instructions for the planner (human-in-the-loop), newest last
     feedback: list[str] = field(factory=list)
+    #: plans a person rejected (human-in-the-loop): a planner should not propose them again
+    rejected: list[Plan] = field(factory=list)
     recorder: TranscriptRecorder | None = None
     #: where evaluations run (``--executor``); None: the backend's own worker pool in this process
     executor: Executor | None = None

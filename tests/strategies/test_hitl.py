@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -12,10 +13,17 @@ from ..tpu_pallas.conftest import TASKS
 
 pytestmark = pytest.mark.slow
 
-ANSWERS = ["r", "use larger row blocks", "e", '{"BLOCK_ROWS": 64}', "i", "try the next size", "a", "a"]
+# help, three rejections (a direction, something the offline planner cannot follow, a size), an edit, an
+# instruction, approve, accept
+ANSWERS = ["?", "r", "use smaller blocks", "r", "make it purple", "r", "32 rows", "e", '{"BLOCK_ROWS": 64}',
+           "i", "larger row blocks", "a", "a"]
 
 
-def test_scripted_session_records_every_decision(tmp_path):
+def _proposed(out: str) -> list[int]:
+    return [int(m) for m in re.findall(r'^parameters: \{"BLOCK_ROWS": (\d+)', out, re.MULTILINE)]
+
+
+def test_scripted_session_follows_feedback_and_records_every_decision(tmp_path):
     (tmp_path / "answers.txt").write_text("\n".join(ANSWERS) + "\n")
     (tmp_path / "maxkernel.toml").write_text(f'[strategy.hitl]\nanswers = "{tmp_path / "answers.txt"}"\n')
     result = run_cli("run", "--task", str(TASKS / "rmsnorm"), "--strategy", "hitl", "--provider", "offline",
@@ -23,29 +31,59 @@ def test_scripted_session_records_every_decision(tmp_path):
                      timeout=600)
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "Plan: [a]pprove / [e]dit / [r]eject: r" in out and "+BLOCK_ROWS = 64" in out  # the diff is shown
+    assert "a  approve: implement this plan" in out and "Ctrl-C  interrupt" in out  # ? explains the choices
+    assert "Plan: [a]pprove / [e]dit / [r]eject (? for help): r" in out and "+BLOCK_ROWS = 64" in out  # a diff
+    proposed = _proposed(out)
+    assert proposed[1] < proposed[0]  # "use smaller blocks": smaller than the plan the person saw
+    assert "Cannot follow your instructions: 'make it purple'" in out  # said, not silently ignored
+    assert proposed[3] == 32  # "32 rows"
+    assert "plan as edited: Edited by hand: BLOCK_ROWS 32 -> 64" in out  # the prose follows the edit
+    assert proposed[4] > 64  # "larger row blocks": larger than the kernel the edit produced
+    assert len(set(proposed[:4])) == 4  # a rejected plan is never proposed again
     assert "verdict: ok" in out and "profile (estimate)" in out
     store = RunStore(tmp_path / "home" / "runs.db")
     (run,) = store.list_runs()
     decisions = [(d["kind"], d["detail"]) for d in store.decisions(run.id)]
-    assert [k for k, _ in decisions] == ["plan:reject", "plan:edit", "candidate:iterate", "plan:approve",
-                                         "candidate:accept"]
-    assert decisions[0][1] == "use larger row blocks" and '"BLOCK_ROWS": 64' in decisions[1][1]
+    assert [k for k, _ in decisions] == ["plan:reject"] * 3 + ["plan:edit", "candidate:iterate", "plan:approve",
+                                                                "candidate:accept"]
+    assert decisions[0][1] == "use smaller blocks" and '"BLOCK_ROWS": 64' in decisions[3][1]
     sizes = [c.parameters["BLOCK_ROWS"] for c in store.candidates(run.id)]
-    assert sizes[0] == 64 and len(sizes) >= 2 and sizes[1] != 64  # the edit, then the planner's next move
+    assert sizes[:2] == [64, proposed[4]]  # (then the debugger may halve a block that overflows VMEM)
     assert run.status == "ok" and result.stdout.count("verdict:") == 2
 
 
-def test_session_in_a_real_terminal(tmp_path):
+def _spawn(pexpect, tmp_path, *extra):
+    return pexpect.spawn(sys.executable, ["-m", "maxkernel_core", "run", "--task", str(TASKS / "rmsnorm"),
+                                          "--strategy", "hitl", "--provider", "offline", "--out", str(tmp_path / "out"),
+                                          *extra],
+                         env={"MAXKERNEL_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin", "TERM": "dumb",
+                              "PYTHONPATH": ":".join(sys.path), "TMPDIR": str(tmp_path)},
+                         encoding="utf-8", timeout=300)
+
+
+def test_session_in_a_real_terminal_interrupted_and_resumed(tmp_path):
     pexpect = pytest.importorskip("pexpect")
-    child = pexpect.spawn(sys.executable, ["-m", "maxkernel_core", "run", "--task", str(TASKS / "rmsnorm"),
-                                           "--strategy", "hitl", "--provider", "offline", "--out", str(tmp_path / "out")],
-                          env={"MAXKERNEL_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin", "TERM": "dumb",
-                               "PYTHONPATH": ":".join(sys.path)},
-                          encoding="utf-8", timeout=300)
+    child = _spawn(pexpect, tmp_path)
     child.expect(r"Plan: \[a\]pprove")
     child.sendline("x")  # not an answer: asked again
     child.expect("please answer one of a, e, r")
+    child.sendline("help")
+    child.expect("r  reject: drop this plan")
+    child.sendline("a")
+    child.expect(r"Candidate: \[a\]ccept")
+    child.sendintr()  # Ctrl-C at the prompt: interrupted, not failed, and the resume command printed
+    child.expect(r"Interrupted\. run (run-[0-9a-f]+) is marked interrupted")
+    run_id = child.match.group(1)
+    child.expect(f"--resume {run_id}")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+    store = RunStore(tmp_path / "home" / "runs.db")
+    assert store.get_run(run_id).status == "interrupted"
+    assert [d["kind"] for d in store.decisions(run_id)] == ["plan:approve"]
+
+    child = _spawn(pexpect, tmp_path, "--resume", run_id[4:9])  # a unique prefix of the id, without "run-"
+    child.expect(r"Plan: \[a\]pprove")
     child.sendline("a")
     child.expect(r"Candidate: \[a\]ccept")
     child.sendline("s")
@@ -53,5 +91,5 @@ def test_session_in_a_real_terminal(tmp_path):
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
-    store = RunStore(tmp_path / "home" / "runs.db")
-    assert [d["kind"] for d in store.decisions(store.list_runs()[0].id)] == ["plan:approve", "candidate:stop"]
+    assert [d["kind"] for d in store.decisions(run_id)] == ["plan:approve", "plan:approve", "candidate:stop"]
+    assert store.get_run(run_id).status == "ok" and len(store.list_runs()) == 1

@@ -27,14 +27,19 @@ def test_profile_cli_prints_estimates_and_xla_reference(tmp_path):
         assert expected in out, expected
 
 
-def test_profile_json_and_failing_kernel_still_gets_a_model():
+def test_a_kernel_that_does_not_compile_gets_no_speed_and_advice_bounded_by_the_chip():
     result = run_cli("profile", "--task", str(TASKS / "matmul"), "--kernel", str(KERNELS / "compile_bad_block_shape.py"),
                      "--json")
     data = json.loads(result.stdout)
     assert result.returncode == 1 and data["status"] == "compile_error"
-    model = data["cost_model"]
-    assert model["estimated"] is True and model["kernels"][0]["grid"] == [16, 41, 8]  # pl.cdiv(4096, 100)
-    assert data["measured"] is None
+    assert data["cost_model"] is None and data["measured"] is None  # no estimate of a kernel that does not compile
+    text = run_cli("profile", "--task", str(TASKS / "matmul"), "--kernel", str(KERNELS / "compile_vmem_overflow.py"),
+                   "--target", "v6e")
+    out = text.stdout
+    assert text.returncode == 1 and "No speed: the kernel does not compile for v6e" in out
+    assert "roofline (estimate)" not in out and "estimated time" not in out and "speedup" not in out
+    # 176 MiB of blocks on a chip with 128 MiB: shrink, never "raise the limit to 256 MiB"
+    assert "the chip has only 128 MiB of VMEM: shrink the blocks" in out and "256" not in out
 
 
 def test_profiler_role_through_the_session(tmp_path):

@@ -28,6 +28,14 @@ from .search import moves_from
 
 PLAN_CHOICES = {"a": "approve", "e": "edit", "r": "reject"}
 CANDIDATE_CHOICES = {"a": "accept", "i": "iterate", "s": "stop"}
+HELP = {
+    "approve": "implement this plan as it is and judge the kernel",
+    "edit": "change the plan's parameters before it is implemented (JSON; $EDITOR at a terminal)",
+    "reject": "drop this plan and tell the planner what you want instead (e.g. 'smaller blocks', '128 rows')",
+    "accept": "end the run with this kernel as the result (if it was verified)",
+    "iterate": "give an instruction for the next plan and go on",
+    "stop": "end the run now; the best verified kernel so far is the result",
+}
 
 
 class Dialogue:
@@ -49,15 +57,22 @@ class Dialogue:
                 raise ConfigError("standard input ended before the session did; give more answers")
             click.echo(f"{prompt} {line.strip()}")
             return line.strip()
-        return click.prompt(prompt, prompt_suffix=" ", show_default=False)
+        try:
+            return click.prompt(prompt, prompt_suffix=" ", show_default=False)
+        except click.Abort:  # Ctrl-C or Ctrl-D at the prompt: the run is interrupted, not failed
+            raise KeyboardInterrupt from None
 
     def choose(self, question: str, choices: dict[str, str]) -> str:
         menu = " / ".join(f"[{k}]{v[1:]}" if v.startswith(k) else f"[{k}] {v}" for k, v in choices.items())
         while True:
-            answer = self._next(f"{question} {menu}:").strip().lower()[:1]
-            if answer in choices:
-                return choices[answer]
-            click.echo(f"please answer one of {', '.join(choices)}")
+            answer = self._next(f"{question} {menu} (? for help):").strip().lower()
+            if answer in ("?", "h", "help"):
+                click.echo("\n".join(f"  {k}  {v}: {HELP[v]}" for k, v in choices.items())
+                           + "\n  Ctrl-C  interrupt; everything so far is stored and the run can be resumed")
+                continue
+            if answer[:1] in choices:
+                return choices[answer[:1]]
+            click.echo(f"please answer one of {', '.join(choices)} (or ? for help)")
 
     def text(self, question: str) -> str:
         return self._next(f"{question}:").strip()
@@ -73,6 +88,19 @@ def edit_in_editor(data: dict) -> dict:
         return json.loads(Path(path).read_text())
     finally:
         os.unlink(path)
+
+
+def edited_plan(plan: Plan, edited: dict) -> Plan:
+    """The plan after a person's edit; when they changed parameters but not the prose, the prose says so
+    (the planner's text names its own values, which no longer hold)."""
+    parameters = edited.get("parameters", plan.parameters)
+    summary = edited.get("summary", plan.summary)
+    if parameters != plan.parameters and summary == plan.summary:
+        changed = ", ".join(f"{k} {plan.parameters.get(k, '-')} -> {v}" for k, v in parameters.items()
+                            if plan.parameters.get(k) != v)
+        summary = (f"Edited by hand: {changed}. Parameters {json.dumps(parameters)}. (The planner had proposed "
+                   f"{json.dumps(plan.parameters)}; its notes on that point no longer apply.)")
+    return attrs.evolve(plan, summary=summary, parameters=parameters)
 
 
 class HumanInTheLoop(Strategy):
@@ -106,13 +134,15 @@ class HumanInTheLoop(Strategy):
             if choice == "reject":
                 why = talk.text("Feedback for the planner")
                 session.store.add_decision(session.run_id, "plan:reject", "r", why)
-                feedback.append(why)
+                session.ctx.rejected.append(plan)
+                if why:
+                    feedback.append(why)
                 continue
             if choice == "edit":
                 edited = self._edit(talk, plan)
                 session.store.add_decision(session.run_id, "plan:edit", "e", json.dumps(edited))
-                plan = attrs.evolve(plan, summary=edited.get("summary", plan.summary),
-                                    parameters=edited.get("parameters", plan.parameters))
+                plan = edited_plan(plan, edited)
+                click.echo(f"plan as edited: {plan.summary}")
             else:
                 session.store.add_decision(session.run_id, "plan:approve", "a")
             candidate = session.implement(plan)

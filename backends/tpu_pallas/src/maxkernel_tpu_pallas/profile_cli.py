@@ -11,7 +11,9 @@ import json
 from pathlib import Path
 
 import click
+from maxkernel_core.cli.output import console_for
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .cli import judge_file
@@ -50,11 +52,33 @@ def print_reference(console: Console, xla: dict | str | None, measured_s: float 
                   "  measured: not measured: no TPU attached")
 
 
+def compiled(evaluation) -> bool:
+    """Whether the kernel compiled: a kernel the compiler refused has no speed, estimated or measured."""
+    return evaluation.status.value != "compile_error"
+
+
+def print_compile_failure(console: Console, evaluation) -> None:
+    """No time, no roofline: the compiler's words, the line, and what the blocks need against what the chip has."""
+    error = evaluation.compile_error
+    where = f" (candidate line {error.line})" if error and error.line else ""
+    console.print(f"[bold]No speed[/]: the kernel does not compile for {evaluation.target}{where}, so it has no "
+                  "time, estimated or measured, and no fraction of the roofline.")
+    if error is not None and error.message[:200] not in evaluation.reason:  # the verdict line may hold it already
+        console.print(escape(error.message), markup=False, highlight=False)
+    model = evaluation.details.get("cost_model") or {}
+    for line in model.get("diagnosis", []):
+        if "VMEM" in line:
+            console.print(f"  - blocks: {escape(line)}")
+
+
 def print_profile(evaluation, task, kernel: Path) -> None:
-    console = Console(soft_wrap=True)
+    console = console_for()
     model = evaluation.details.get("cost_model") or {}
     console.print(f"[bold]{kernel}[/] on task {task.id}, target {evaluation.target}: verdict "
-                  f"[{'green' if evaluation.ok else 'red'}]{evaluation.status.value}[/] ({evaluation.reason})")
+                  f"[{'green' if evaluation.ok else 'red'}]{evaluation.status.value}[/] ({escape(evaluation.reason)})")
+    if not compiled(evaluation):
+        print_compile_failure(console, evaluation)
+        return
     if "kernels" not in model:
         console.print(f"No cost model: {model.get('error', 'the kernel did not trace')}")
         return
@@ -141,16 +165,17 @@ def profile_command(ctx: click.Context, task_ref: str, kernel: Path | None, targ
         if as_json:
             click.echo(json.dumps({"task": task.id, "reference": ref}, default=str, sort_keys=True))
         else:
-            console = Console(soft_wrap=True)
+            console = console_for()
             console.print(f"[bold]{task.id}[/]: the XLA reference on {ref['target']}")
             print_reference(console, ref["estimate"], ref["measured_s"])
         return 0
     task, evaluation = judge_file(ctx, task_ref, kernel, target)
     if as_json:
         measured = evaluation.profile if evaluation.profile and not evaluation.profile.estimated else None
+        model = evaluation.details.get("cost_model") if compiled(evaluation) else None  # no speed if no compile
         click.echo(json.dumps({
             "task": task.id, "target": evaluation.target, "status": evaluation.status.value, "reason": evaluation.reason,
-            "cost_model": evaluation.details.get("cost_model"), "reference": evaluation.details.get("xla_reference"),
+            "cost_model": model, "reference": evaluation.details.get("xla_reference"),
             "measured": {"seconds": measured.seconds, "reference_seconds": measured.reference_seconds,
                          "speedup_kind": "measured/measured", **measured.details} if measured else None,
         }, default=str, sort_keys=True))

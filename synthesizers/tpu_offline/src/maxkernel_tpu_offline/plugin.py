@@ -22,6 +22,7 @@ from maxkernel_core import Candidate, Decline, LLMProvider, Move, Plan, Provenan
 from maxkernel_core.errors import PluginError
 from maxkernel_core.llm import LLMError
 
+from .feedback import follow
 from .synthesis import NAME, Synthesis, synthesis
 
 
@@ -68,22 +69,67 @@ def _figures(s: Synthesis, point: dict[str, Any]) -> str:
 
 @hookimpl
 def agent_plan(task, history, ctx):
-    """The cost model's best untried point; once a kernel is verified, the search is the strategy's."""
+    """The cost model's best untried point; once a kernel is verified, the search is the strategy's, unless a
+    person's new instructions (hitl) ask for something: then the best point that follows them, or a plan that
+    says which instruction it cannot follow."""
     if not _selected(ctx, "plan"):
         return None
     s = synthesis(task, ctx)
+    memory = ctx.cache(NAME)
+    new_lines = ctx.feedback[memory.get("feedback_read", 0):]
+    memory["feedback_read"] = len(ctx.feedback)
+    if new_lines:
+        return _plan_from_feedback(task, history, ctx, s, new_lines)
     if any(a.evaluation.ok for a in history):
         return Decline("a kernel is verified: moving through its parameter space is the strategy's search "
                        "(agent_neighbours proposes the moves)")
-    tried = {_key(s.complete(a.candidate.parameters)) for a in history}
-    untried = [p for p, _ in s.ranked if _key(p) not in tried]
+    untried = _untried(s, history, ctx)
     if not untried:
         return Decline("every point of the template's space has been tried")
-    point = untried[0]
     move = "the cost model's best point" if not history else "the next point of the cost model's ranking"
-    summary = f"Template {s.analysis.template}: {s.analysis.why}. Parameters {point} ({move}); {_figures(s, point)}."
+    return _plan(task, s, untried[0], move, memory, history=history)
+
+
+def _untried(s: Synthesis, history, ctx) -> list[dict[str, Any]]:
+    """Ranked points neither tried nor rejected by a person."""
+    tried = {_key(s.complete(a.candidate.parameters)) for a in history}
+    tried |= {_key(s.complete(p.parameters)) for p in ctx.rejected}
+    return [p for p, _ in s.ranked if _key(p) not in tried]
+
+
+def _plan(task, s: Synthesis, point: dict[str, Any], move: str, memory: dict, note: str = "",
+          history=()) -> Plan:
+    memory["last_plan"], memory["last_plan_at"] = dict(point), len(history)
+    summary = (f"{note}Template {s.analysis.template}: {s.analysis.why}. Parameters {point} ({move}); "
+               f"{_figures(s, point)}.")
     return Plan(task.id, summary, {"template": s.analysis.template, "why": s.analysis.why, "move": move},
                 dict(point), author=NAME)
+
+
+def _plan_from_feedback(task, history, ctx, s: Synthesis, lines: list[str]):
+    """The best untried point that follows ``lines``, relative to the plan the person last saw."""
+    memory = ctx.cache(NAME)
+    if history and len(history) > memory.get("last_plan_at", -1):  # a kernel came after the last plan (an edit)
+        seen = s.complete(history[-1].candidate.parameters)
+    else:
+        seen = memory.get("last_plan") or s.ranked[0][0]
+    space = {p.name: list(p.values) for p in s.declared_space().parameters}
+    points, applied, problems = follow(lines, _untried(s, history, ctx), seen, space)
+    quoted = "; ".join(f"'{line}'" for line in lines)
+    if applied and points:
+        note = f"Following your instructions ({', '.join(applied)})" + (
+            f"; not followed: {'; '.join(problems)}" if problems else "") + ". "
+        return _plan(task, s, points[0], f"the fastest untried point with {', '.join(applied)}", memory, note,
+                     history)
+    if applied:
+        why = f"no untried point of the template's space has {', '.join(applied)}"
+    else:
+        why = "; ".join(problems)
+    fallback = _untried(s, history, ctx)
+    if not fallback:
+        return Decline(f"cannot follow {quoted}: {why}; and every other point has been tried")
+    note = f"Cannot follow your instructions: {why}. Proposing instead: "
+    return _plan(task, s, fallback[0], "the next point of the cost model's ranking", memory, note, history)
 
 
 @hookimpl

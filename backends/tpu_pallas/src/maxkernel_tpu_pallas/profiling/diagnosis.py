@@ -40,6 +40,21 @@ def _traffic_hint(kernel: KernelCost, op: OperandCost) -> str | None:
             f"along the dimension that axis walks halve its extent and this traffic (saves ~{saved / MIB:,.0f} MiB)")
 
 
+def vmem_advice(need: int, limit: int, capacity: int | None) -> str:
+    """What to do when blocks overflow the scoped VMEM limit: advice bounded by what the chip has."""
+    head = (f"VMEM over the limit: blocks and scratch need {need / MIB:.1f} MiB, the scoped limit is "
+            f"{limit / MIB:.0f} MiB")
+    if not capacity:
+        return f"{head}: shrink the blocks"
+    if need > capacity:
+        return (f"{head} and the chip has only {capacity / MIB:.0f} MiB of VMEM: shrink the blocks (no limit "
+                "can hold them)")
+    if limit >= capacity:
+        return f"{head}, already the chip's whole VMEM: shrink the blocks"
+    return (f"{head}: shrink the blocks, or raise vmem_limit_bytes to at least {need / MIB:.0f} MiB (the chip has "
+            f"{capacity / MIB:.0f} MiB)")
+
+
 def diagnose(est: CostEstimate) -> list[str]:
     lines = []
     for k in est.kernels:
@@ -49,8 +64,7 @@ def diagnose(est: CostEstimate) -> list[str]:
             f"{_us(k.compute_s)}, step overhead {_us(k.overhead_s)})")
         share = k.vmem_bytes / k.vmem_limit_bytes if k.vmem_limit_bytes else 0
         if share > 1:
-            lines.append(f"VMEM over the limit: blocks and scratch need {k.vmem_bytes / MIB:.1f} MiB, the scoped "
-                         f"limit is {k.vmem_limit_bytes / MIB:.0f} MiB: shrink the blocks or raise vmem_limit_bytes")
+            lines.append(vmem_advice(k.vmem_bytes, k.vmem_limit_bytes, (est.chip or {}).get("vmem_capacity_bytes")))
         else:
             lines.append(f"VMEM {k.vmem_bytes / MIB:.1f} of {k.vmem_limit_bytes / MIB:.0f} MiB scoped limit "
                          f"({share:.0%}); {'room for larger blocks' if share < 0.5 else 'little headroom'}")
@@ -121,7 +135,7 @@ def profile_record(candidate_id: str, est: CostEstimate, xla_seconds: float | No
 
 def precision_note(precision: dict[str, Any] | None) -> str:
     """Why an f32 task can read below 1x: the precision XLA's reference runs its matmuls at, in a sentence."""
-    if not isinstance(precision, dict) or not precision.get("precision"):
-        return ""
+    if not isinstance(precision, dict) or precision.get("precision") in (None, "", "default"):
+        return ""  # one bf16 pass, as a kernel would do: nothing to explain
     return (f"XLA's reference runs its matmuls at {precision['precision']} precision"
             + (f" ({precision['why']})" if precision.get("why") else "") + ".")
