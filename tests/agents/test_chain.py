@@ -67,14 +67,28 @@ def test_chain_produces_a_candidate_and_the_debugger_fixes_a_real_compile_error(
     assert [e.status for e in s.store.evaluations(s.run_id)] == [EvalStatus.COMPILE_ERROR, EvalStatus.OK]
 
 
-def test_a_reply_without_code_is_an_error_with_a_reason(session):
+def test_a_reply_without_code_is_asked_again_with_its_parse_error_and_counted(session):
     s, fake = session
-    fake.enqueue(PLAN_REPLY, "I think 512 blocks would be best, but I will not write the code.")
-    from maxkernel_agents.codeblocks import NoUsableCode
+    fake.enqueue(PLAN_REPLY, "I think 512 blocks would be best, but I will not write the code.",
+                 fenced(kernel_source("honest_matmul.py")))
+    candidate = s.implement(s.plan())
+    assert "def computation" in candidate.code and s.ctx.unusable_replies == 1
+    retry = fake.history[-1]
+    assert retry.role == "implement" and retry.messages[-2].role == "assistant"  # the bad reply, then why
+    assert "could not be used: the reply has no code block" in retry.messages[-1].content
+    assert s.finish().unusable_replies == 1
 
+
+def test_replies_without_code_past_the_retries_end_with_the_role_named(session):
+    from maxkernel_core.errors import UnusableReplies
+
+    s, fake = session
+    fake.enqueue(PLAN_REPLY, *["No code today."] * 3)
     plan = s.plan()
-    with pytest.raises(NoUsableCode, match="no code block"):
+    with pytest.raises(UnusableReplies, match=r"the implement role's model \(fake:scripted-model\) gave no usable "
+                                              r"code in 3 replies \(last: the reply has no code block") as err:
         s.implement(plan)
+    assert err.value.exit_code == 3 and s.ctx.unusable_replies == 3
 
 
 def test_debugger_attempts_are_bounded(session):

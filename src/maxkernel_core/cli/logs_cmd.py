@@ -15,11 +15,10 @@ from typing import Any
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from .commands import _app, _echo_json, _when
 from .group import cli
-from .output import console_for
+from .output import console_for, print_table
 
 KEY_SHAPES = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,}|(?i:bearer)\s+[A-Za-z0-9._\-]{8,})")
 SECRET_VARS = re.compile(r"(API_KEY|_KEY|_TOKEN|_SECRET)$")
@@ -53,16 +52,16 @@ def _first_line(text: str | None, width: int = 60) -> str:
     return line if len(line) <= width else line[: width - 1].rsplit(" ", 1)[0] + "…"
 
 
+HEADER = ["call", "when", "run", "role", "model", "tokens in/out", "s", "status", "reply"]
+
+
 def _print_table(console, calls: list[dict[str, Any]]) -> None:
-    table = Table("call", "when", "run", "role", "model", "tokens in/out", "s", "status", "reply")
-    for c in calls:
-        status = f"[red]error[/]: {escape(_first_line(c['error'], 40))}" if c["error"] else "ok"
-        tokens = f"{c['input_tokens'] or 0:,}/{c['output_tokens'] or 0:,}"
-        table.add_row(str(c["id"]), _when(c["created_at"]), c["run"] or "-", c["role"] or "-",
-                      escape(f"{c['provider']}:{c['model'] or '?'}"), tokens,
-                      f"{c['latency_s']:.1f}" if c["latency_s"] is not None else "-", status,
-                      escape(_first_line(c["response"])))
-    console.print(table)
+    rows = [[str(c["id"]), _when(c["created_at"]), c["run"] or "-", c["role"] or "-",
+             f"{c['provider']}:{c['model'] or '?'}", f"{c['input_tokens'] or 0:,}/{c['output_tokens'] or 0:,}",
+             f"{c['latency_s']:.1f}" if c["latency_s"] is not None else "-",
+             f"error: {_first_line(c['error'], 40)}" if c["error"] else "ok", _first_line(c["response"])]
+            for c in calls]
+    print_table(console, HEADER, rows)
 
 
 def _print_full(console, c: dict[str, Any]) -> None:
@@ -83,14 +82,12 @@ def _print_full(console, c: dict[str, Any]) -> None:
 
 
 def _print_usage(console, rows: list[dict[str, Any]]) -> None:
-    table = Table("provider:model", "role", "calls", "failed", "tokens in", "tokens out", "cost", "model time",
-                  title="LLM usage")
-    for r in rows:
-        cost = f"${r['cost_usd']:.4f}" if r["cost_usd"] is not None else "not reported"
-        table.add_row(escape(f"{r['provider']}:{r['model'] or '?'}"), r["role"] or "-", str(r["calls"]),
-                      str(r["errors"]), f"{r['input_tokens']:,}", f"{r['output_tokens']:,}", cost,
-                      f"{r['latency_s']:.1f} s")
-    console.print(table)
+    header = ["provider:model", "role", "calls", "failed", "tokens in", "tokens out", "cost", "model time"]
+    print_table(console, header, [
+        [f"{r['provider']}:{r['model'] or '?'}", r["role"] or "-", str(r["calls"]), str(r["errors"]),
+         f"{r['input_tokens']:,}", f"{r['output_tokens']:,}",
+         f"${r['cost_usd']:.4f}" if r["cost_usd"] is not None else "not reported", f"{r['latency_s']:.1f} s"]
+        for r in rows], title="LLM usage")
 
 
 @cli.command("logs")

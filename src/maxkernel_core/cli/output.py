@@ -1,7 +1,8 @@
 """How the CLI writes for people and for programs.
 
 * ``NO_COLOR`` (any non-empty value, https://no-color.org) turns off every
-  escape sequence, bold included, wherever the CLI writes.
+  colour and weight (bold) sequence wherever the CLI writes; on a terminal the
+  live line still moves the cursor to redraw itself.
 * Tables never cut an id: on a terminal they wrap, and in a pipe they are
   printed as tab-separated lines (``print_rows``) that ``cut``/``awk`` read.
 * Exit codes, the same for every command (docs/first-hour.md lists them):
@@ -52,3 +53,17 @@ def print_rows(header: list[str], rows: list[list[str]]) -> None:
 def natural_key(text: str) -> list:
     """Sort key that orders "task2" before "task10" (digits compared as numbers)."""
     return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", text)]
+
+
+def print_table(console: Console, header: list[str], rows: list[list[str]], title: str | None = None) -> None:
+    """A table for a person on a terminal (wrapping, never cutting), tab-separated lines in a pipe."""
+    if piped():
+        print_rows(header, rows)
+        return
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(*header, title=title)
+    for row in rows:
+        table.add_row(*(escape(str(v)) for v in row))
+    console.print(table)

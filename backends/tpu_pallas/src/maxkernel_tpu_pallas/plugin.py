@@ -51,8 +51,10 @@ def register_settings(register):
 def register_commands(cli):
     from .calibrate_cli import calibrate_command
     from .cli import eval_command
+    from .new_task_cli import new_task_command
     from .profile_cli import profile_command
 
     cli.add_command(eval_command)
     cli.add_command(profile_command)
     cli.add_command(calibrate_command)
+    cli.add_command(new_task_command)

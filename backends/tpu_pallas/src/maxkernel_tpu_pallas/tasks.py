@@ -80,7 +80,18 @@ def _dtype_default(fn: ast.FunctionDef) -> str:
     return ""
 
 
+def _number(value: Any) -> Any:
+    """YAML 1.1 reads ``1e-4`` (no dot) as a string: a string that is a number is that number."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
 def _tolerance(value: Any, key: str, where: Path) -> float | tuple[float, ...]:
+    value = [_number(v) for v in value] if isinstance(value, list) else _number(value)
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
         return float(value)
     if isinstance(value, list) and value and all(isinstance(v, (int, float)) and v >= 0 for v in value):
