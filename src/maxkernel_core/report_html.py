@@ -1,117 +1,131 @@
 """``report.html``: one self-contained page per run (inline SVG, no scripts, no network).
 
-Progress over evaluations (each candidate's time and the best so far, failures
-marked), the candidates table, and for a graph search the search graph laid
-out by depth. Estimated and measured times are never plotted together
-without saying so: every figure is labelled with what its numbers are.
+What the headline number is, in a sentence; progress over evaluations; the
+search tree by parent; every candidate with its parameters, verdict and full
+reason; the winning code with its diffs; the models, tokens and cost; a
+person's decisions. Everything from the store is escaped: a reason or a reply
+holding ``<script>`` renders as text.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import html
+import json
 from typing import Any
 
-WIDTH, HEIGHT, PAD = 720, 260, 40
-COLOURS = {"ok": "#2a7", "incorrect": "#c33", "compile_error": "#d80", "rejected": "#a3a", "timeout": "#888",
-           "crashed": "#555", "unverified": "#b9a000"}
+from .report_svg import colour, progress_svg, tree_svg
+
+e = html.escape
+CLIP = 220
+STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
+td,th{padding:3px 8px;text-align:left;vertical-align:top;font-size:13px;border-bottom:1px solid #eee}
+table{border-collapse:collapse}tr.best{background:#eef8ee}tr:target{outline:2px solid #26c}
+pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:12px}.headline{font-size:15px;max-width:62em}
+code.params{font-size:11px}.reason{min-width:22em;max-width:36em}"""
 
 
-def _progress_svg(rows: list[dict[str, Any]]) -> str:
-    timed = [(i, r) for i, r in enumerate(rows) if r["seconds"]]
-    if not timed:
-        return "<p>No candidate passed with a time to plot.</p>"
-    kinds = {r["estimated"] for _, r in timed}
-    label = "estimated by the cost model" if kinds == {True} else "measured on the device" if kinds == {False} else \
-        "mixed: hollow points are estimates, filled ones measured"
-    top = max(r["seconds"] for _, r in timed) * 1.1
-    n = max(len(rows) - 1, 1)
-
-    def xy(i: int, s: float) -> tuple[float, float]:
-        return PAD + (WIDTH - 2 * PAD) * i / n, HEIGHT - PAD - (HEIGHT - 2 * PAD) * s / top
-
-    parts = [f'<svg width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="progress">',
-             f'<line x1="{PAD}" y1="{HEIGHT - PAD}" x2="{WIDTH - PAD}" y2="{HEIGHT - PAD}" stroke="#999"/>',
-             f'<line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{HEIGHT - PAD}" stroke="#999"/>',
-             f'<text x="{PAD}" y="{PAD - 10}" font-size="12">time per call, us ({html.escape(label)})</text>',
-             f'<text x="{WIDTH - PAD}" y="{HEIGHT - 8}" font-size="12" text-anchor="end">evaluation</text>']
-    best, line = float("inf"), []
-    for i, r in enumerate(rows):
-        if r["seconds"] and r["status"] == "ok":
-            best = min(best, r["seconds"])
-        if best < float("inf"):
-            line.append("{:.1f},{:.1f}".format(*xy(i, best)))
-    parts.append(f'<polyline points="{" ".join(line)}" fill="none" stroke="#26c" stroke-width="2"/>')
-    for i, r in enumerate(rows):
-        x, y = xy(i, r["seconds"]) if r["seconds"] else xy(i, 0)
-        colour = COLOURS.get(r["status"], "#000")
-        fill = "none" if r["estimated"] else colour
-        parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" stroke="{colour}" fill="{fill}">'
-                     f'<title>{html.escape(r["candidate"])}: {r["status"]}</title></circle>')
-    parts.append(f'<text x="{PAD}" y="{HEIGHT - PAD + 14}" font-size="11">0</text>')
-    parts.append(f'<text x="{PAD - 4}" y="{PAD + 4}" font-size="11" text-anchor="end">{top * 1e6:,.0f}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+def clip(text: str, limit: int = CLIP) -> str:
+    """``text`` cut at a word boundary under ``limit`` characters, with an ellipsis; never mid-word."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0].rstrip(",;:")
+    return cut + " …"
 
 
-def _graph_svg(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> str:
-    if not nodes:
-        return ""
-    by_depth: dict[int, list[dict[str, Any]]] = {}
-    for n in nodes:
-        by_depth.setdefault(n["depth"], []).append(n)
-    width = 200 * (max(by_depth) + 1) + 40
-    height = 50 * max(len(v) for v in by_depth.values()) + 40
-    where = {}
-    for depth, column in by_depth.items():
-        for row, n in enumerate(column):
-            where[n["id"]] = (20 + 200 * depth, 20 + 50 * row)
-    parts = [f'<svg width="{width}" height="{height}" role="img" aria-label="search graph">']
-    for e in edges:
-        if e["parent_id"] in where and e["child_id"] in where:
-            (x1, y1), (x2, y2) = where[e["parent_id"]], where[e["child_id"]]
-            parts.append(f'<line x1="{x1 + 150}" y1="{y1 + 15}" x2="{x2}" y2="{y2 + 15}" stroke="#aaa">'
-                         f'<title>{html.escape(e["transformation"])}</title></line>')
-    for n in nodes:
-        x, y = where[n["id"]]
-        colour = COLOURS.get(n.get("status") or "", "#000")
-        weight = 3 if n["in_beam"] else 1
-        score = f' {n["score"] * 1e6:,.0f} us' if n.get("score") else ""
-        parts.append(f'<rect x="{x}" y="{y}" width="150" height="30" rx="4" fill="#fff" stroke="{colour}" '
-                     f'stroke-width="{weight}"/><text x="{x + 6}" y="{y + 19}" font-size="11">'
-                     f'{html.escape(n["status"] or "?")}{score}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+def _reason_cell(reason: str) -> str:
+    if len(reason) <= CLIP:
+        return f'<td class="reason">{e(reason)}</td>'
+    return (f'<td class="reason"><details><summary>{e(clip(reason))}</summary>'
+            f'<pre style="white-space:pre-wrap">{e(reason)}</pre></details></td>')
 
 
 def _row(i: int, r: dict[str, Any], best: str | None) -> str:
-    us = f"{r['seconds'] * 1e6:,.1f}" if r["seconds"] else ""
-    kind = "" if r["estimated"] is None else ("estimate" if r["estimated"] else "measured")
-    speedup = f"{r['speedup_vs_xla']:.2f}x" if r["speedup_vs_xla"] else ""
-    cls = " class=best" if r["candidate"] == best else ""
-    return (f"<tr{cls}><td>{i}</td><td>{html.escape(r['candidate'])}</td>"
-            f"<td style=\"color:{COLOURS.get(r['status'], '#000')}\">{r['status']}</td><td>{us}</td><td>{kind}</td>"
-            f"<td>{speedup}</td><td>{html.escape(r['reason'][:200])}</td></tr>")
+    us = f"{r['seconds'] * 1e6:,.1f}" if r["seconds"] and r["status"] == "ok" else ""
+    kind = "" if not us or r["estimated"] is None else ("estimate" if r["estimated"] else "measured")
+    speedup = f"{r['speedup_vs_xla']:.2f}x" if r["speedup_vs_xla"] and us else ""
+    cls = ' class="best"' if r["candidate"] == best else ""
+    params = " ".join(f"{k}={json.dumps(v)}" for k, v in sorted((r.get("parameters") or {}).items()))
+    reused = f"<br><i>verdict of {e(r['reused_from'])}</i>" if r.get("reused_from") else ""
+    return (f'<tr id="cand-{e(r["candidate"])}"{cls}><td>{i}</td><td>{e(r["candidate"])}{reused}</td>'
+            f'<td>{e(r.get("parent") or "-")}</td><td>{e(r.get("made_by") or "")}</td>'
+            f'<td><code class="params">{e(params)}</code></td>'
+            f'<td style="color:{colour(r["status"])}">{e(r["status"])}</td><td>{us}</td><td>{kind}</td>'
+            f"<td>{speedup}</td>{_reason_cell(r['reason'])}</tr>")
 
 
-def render(report: dict[str, Any], graph: dict[str, Any] | None) -> str:
+def _code_section(code: dict[str, Any] | None) -> str:
+    if not code:
+        return ""
+    parts = [f"<h2>The winning kernel</h2><p>Candidate <a href=\"#cand-{e(code['candidate'])}\">"
+             f"{e(code['candidate'])}</a>.</p><details open><summary>code</summary><pre>{e(code['code'])}</pre>"
+             "</details>"]
+    for key, label in (("diff_parent", f"diff against its parent {code['parent']}"),
+                       ("diff_first", f"diff against the first kernel {code['first']}")):
+        if code.get(key):
+            parts.append(f'<details class="{key}"><summary>{e(label)}</summary><pre>{e(code[key])}</pre></details>')
+    return "".join(parts)
+
+
+def _cost(usd: float | None) -> str:
+    return "not reported" if usd is None else f"${usd:.4f}"
+
+
+def _usage_section(run: dict[str, Any]) -> str:
+    usage = run.get("llm_usage") or []
+    if not usage:
+        return "<h2>Models</h2><p>No model calls (the offline synthesizer answers its roles itself).</p>"
+    rows = "".join(
+        f"<tr><td>{e(u['provider'])}:{e(u['model'] or '?')}</td><td>{e(u['role'] or '-')}</td><td>{u['calls']}</td>"
+        f"<td>{u['errors']}</td><td>{u['input_tokens']:,}</td><td>{u['output_tokens']:,}</td>"
+        f"<td>{_cost(u['cost_usd'])}</td>"
+        f"<td>{u['latency_s']:.1f} s</td></tr>" for u in usage)
+    return ("<h2>Models</h2><table><tr><th>model</th><th>role</th><th>calls</th><th>failed</th><th>tokens in</th>"
+            f"<th>tokens out</th><th>cost</th><th>model time</th></tr>{rows}</table>"
+            f"<p>Prompts and replies: <code>maxkernel logs {e(run['id'])} --full</code></p>")
+
+
+def _decisions_section(decisions: list[dict[str, Any]]) -> str:
+    if not decisions:
+        return ""
+    rows = "".join(f"<tr><td>{dt.datetime.fromtimestamp(d['created_at']):%H:%M:%S}</td><td>{e(d['kind'])}</td>"
+                   f"<td>{e(d['detail'] or '')}</td></tr>" for d in decisions)
+    return f"<h2>Decisions</h2><table><tr><th>when</th><th>decision</th><th>detail</th></tr>{rows}</table>"
+
+
+def _tree_nodes(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    nodes, seen = [], set()
+    for r in rows:
+        if r["candidate"] in seen:
+            continue
+        seen.add(r["candidate"])
+        label = f"{r['seconds'] * 1e6:,.0f} us" if r["seconds"] and r["status"] == "ok" else ""
+        nodes.append({"id": r["candidate"], "parent": r.get("parent"), "status": r["status"], "label": label,
+                      "edge": r.get("made_by") or ""})
+    return nodes
+
+
+def render(report: dict[str, Any]) -> str:
     run, rows = report["run"], report["candidates"]
     best = (report["result"].get("best") or {}).get("candidate", {}).get("id")
     table = "".join(_row(i, r, best) for i, r in enumerate(rows))
-    graph_html = ""
-    if graph and graph.get("nodes"):
-        graph_html = ("<h2>Search graph</h2><p>Columns are depths; bold boxes are in the final beam; hover an edge "
-                      "for its transformation. Times as in the table.</p>" + _graph_svg(graph["nodes"], graph["edges"]))
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>maxkernel run {html.escape(run['id'])}</title>
-<style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}td,th{{padding:2px 8px;text-align:left;
-font-size:13px}}tr.best{{background:#eef8ee}}</style></head><body>
-<h1>maxkernel run {html.escape(run['id'])}</h1>
-<p>Task <b>{html.escape(run['task'])}</b>, strategy {html.escape(run['strategy'])}, provider
-{html.escape(str(run['provider']))}, status <b>{html.escape(run['status'])}</b>; {len(rows)} evaluations,
-{run['llm_calls']} LLM calls ({run['tokens']} tokens). Best: {html.escape(best or 'none verified')}.</p>
-<h2>Progress</h2><p>Each point is a candidate (colour: verdict); the line is the best verified time so far.</p>
-{_progress_svg(rows)}
-<h2>Candidates</h2><table><tr><th>#</th><th>candidate</th><th>verdict</th><th>us</th><th>kind</th>
-<th>vs XLA</th><th>reason</th></tr>{table}</table>
-{graph_html}
+    tree = tree_svg(_tree_nodes(rows), set(report.get("best_path") or []))
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>maxkernel run {e(run['id'])}</title>
+<style>{STYLE}</style></head><body>
+<h1>maxkernel run {e(run['id'])}</h1>
+<p>Task <b>{e(run['task'])}</b>, target {e(str(report.get('target') or '?'))}, strategy {e(run['strategy'])},
+provider {e(str(run['provider']))}, status <b>{e(run['status'])}</b>; {len(rows)} evaluations,
+{run['llm_calls']} LLM calls ({run['tokens']:,} tokens). Best: {e(best or 'none verified')}.</p>
+<p class="headline" id="headline">{e(report.get('headline') or '')}</p>
+<h2>Progress</h2><p>Each point is a verified candidate's time (colour: verdict); the line is the best verified time so
+far. Candidates that failed have no time: they are the crosses in the strip under the axis.</p>
+{progress_svg(rows)}
+<h2>Search tree</h2><p>Each candidate sits one column right of the candidate it was made from (hover for how); the
+path to the best kernel is bold; click a box for its row below.</p>{tree}
+<h2>Candidates</h2><table><tr><th>#</th><th>candidate</th><th>parent</th><th>made by</th><th>parameters</th>
+<th>verdict</th><th>us</th><th>kind</th><th>vs XLA</th><th>reason</th></tr>{table}</table>
+{_code_section(report.get('best_code'))}
+{_usage_section(run)}
+{_decisions_section(report.get('decisions') or [])}
 </body></html>
 """

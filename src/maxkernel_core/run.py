@@ -153,34 +153,18 @@ def write_outputs(result: RunResult, task, config: RunConfig, store: RunStore, o
         path = out / "kernel.py"
         path.write_text(kernel_header(result, task, config) + result.best.candidate.code)
         written["kernel"] = path
-    summary = store.run_summary(result.run_id)
-    evaluations = store.evaluations(result.run_id)
-    report = {
-        "run": summary,
-        "result": to_json(result),
-        "candidates": [
-            {"candidate": e.candidate_id, "status": e.status.value, "reason": e.reason,
-             "seconds": e.profile.seconds if e.profile else None,
-             "estimated": e.profile.estimated if e.profile else None,
-             "speedup_vs_xla": e.profile.speedup if e.profile else None,
-             # which sandbox judged it, as the backend names it (e.g. "bwrap" or "fallback")
-             "sandbox": e.sandbox or None,
-             # "run/candidate" whose verdict this is when identical code was judged before (not re-judged)
-             "reused_from": e.reused_from or None}
-            for e in evaluations
-        ],
-    }
+    from .report_data import report_data
+
+    report = report_data(result, config, store)
     path = out / "report.json"
     path.write_text(json.dumps(report, indent=2, sort_keys=True, default=str))
     written["report"] = path
     nodes, edges = store.nodes(result.run_id), store.edges(result.run_id)
-    graph = None
     if nodes:
-        written.update(write_graph(nodes, edges, evaluations, out))
-        graph = json.loads((out / "graph.json").read_text())
+        written.update(write_graph(nodes, edges, store.evaluations(result.run_id), out))
     from .report_html import render
 
-    (out / "report.html").write_text(render(report, graph))
+    (out / "report.html").write_text(render(report))
     written["html"] = out / "report.html"
     return written
 

@@ -18,7 +18,7 @@ def test_run_writes_a_kernel_that_eval_passes(tmp_path):
     result = run_cli("run", "--task", str(TASKS / "rmsnorm"), "--strategy", "auto", "--provider", "offline",
                      "--out", str(out), "--budget", "4", env=env, timeout=600)
     assert result.returncode == 0, result.stderr
-    assert f"Best kernel: {out / 'kernel.py'}" in result.stdout and "estimated by the cost model" in result.stdout
+    assert f"Best kernel: {out / 'kernel.py'}" in result.stdout and "estimated by the backend's cost model" in result.stdout
     assert "report.html" in result.stdout and "<svg" in (out / "report.html").read_text()
     kernel = (out / "kernel.py").read_text()
     assert kernel.startswith('"""Best kernel of maxkernel run') and "(estimated by the cost model)" in kernel

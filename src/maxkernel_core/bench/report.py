@@ -9,17 +9,13 @@ from __future__ import annotations
 
 import csv
 import html
-import io
 import json
-import math
 from typing import Any
 
 from attrs import asdict
 
+from .figures import KIND_LABEL, figures
 from .metrics import FAST_P, TaskResult
-
-KIND_LABEL = {"estimated": "estimated by the cost model (no device)", "measured": "measured on the device"}
-
 
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.0%}"
@@ -105,99 +101,14 @@ def reason_counts(failures) -> list[tuple[tuple[str, str], int]]:
     return counts.most_common()
 
 
-# --- figures ------------------------------------------------------------------
-
-
-def short_name(task_id: str) -> str:
-    """JaxBench ids by their number (``19k``), others by their first 14 characters."""
-    head = task_id.split("_")[0]
-    return head if head[:-1].isdigit() and head[-1:].isalpha() else task_id[:14]
-
-
-def _svg(fig) -> str:
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    text = buf.getvalue()
-    return text[text.find("<svg"):]
-
-
-def _kind_figures(plt, rows, label: str) -> list[tuple[str, str]]:
-    """The speedup histogram and the roofline scatter of the tasks whose speed is of one kind."""
-    if not rows:
-        return []
-    out = []
-    fig, ax = plt.subplots(figsize=(7, 3.2))
-    logs = [math.log2(r.speedup) for r in rows]
-    ax.hist(logs, bins=min(20, max(5, len(rows))), color="#4c72b0")
-    ax.axvline(0, color="black", lw=1)
-    ax.set_xlabel("log2 speedup vs XLA (right of the line: faster)")
-    ax.set_ylabel("tasks")
-    ax.set_title(f"Speedup distribution, {label}")
-    out.append((f"Speedup distribution over {len(rows)} correct tasks ({label}).", _svg(fig)))
-    with_roof = [r for r in rows if r.roofline_fraction is not None and r.arithmetic_intensity]
-    if with_roof:
-        fig, ax = plt.subplots(figsize=(7, 3.6))
-        ax.scatter([r.arithmetic_intensity for r in with_roof], [r.roofline_fraction for r in with_roof],
-                   color="#dd8452")
-        for r in with_roof:
-            ax.annotate(short_name(r.task_id), (r.arithmetic_intensity, r.roofline_fraction), fontsize=7)
-        ax.set_xscale("log")
-        ax.set_ylim(0, 1.05)
-        ax.set_xlabel("arithmetic intensity (FLOP/byte)")
-        ax.set_ylabel("fraction of roofline")
-        ax.set_title(f"Roofline fraction, {label}")
-        out.append((f"Fraction of the roofline reached by each kernel ({label}).", _svg(fig)))
-    return out
-
-
-def figures(bench) -> list[tuple[str, str]]:
-    """(caption, inline SVG) for each figure; one set per speed kind, never pooled."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out = []
-    for kind in ("estimated", "measured"):
-        out.extend(_kind_figures(plt, [r for r in bench.results if r.correct and r.speedup and r.speedup_kind == kind],
-                                 KIND_LABEL[kind]))
-
-    fig, ax = plt.subplots(figsize=(max(7, 0.22 * len(bench.results)), 3.6))
-    names = [short_name(r.task_id) for r in bench.results]
-    colors = {"estimated": "#4c72b0", "measured": "#55a868"}
-    drawn = set()
-    for i, r in enumerate(bench.results):
-        if r.correct and r.speedup:
-            kind = r.speedup_kind or "estimated"
-            # bars grow from 1x: up when faster than XLA, down when slower
-            ax.bar(i, r.speedup - 1, bottom=1, color=colors[kind], label=None if kind in drawn else KIND_LABEL[kind])
-            drawn.add(kind)
-        else:
-            ax.plot(i, 1, marker="x", color="#c44e52", linestyle="none",  # no bar: a failure is not a speedup
-                    label=None if "failed" in drawn else "no correct kernel")
-            drawn.add("failed")
-    ax.set_yscale("log")
-    ax.axhline(1, color="black", lw=1)
-    ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
-    ax.set_ylabel("speedup vs XLA (log)")
-    ax.set_title("Speedup per task")
-    ax.legend(fontsize=7, loc="best")
-    kinds = sorted({r.speedup_kind for r in bench.results if r.correct and r.speedup_kind})
-    out.append(("Speedup per task. Bars of different colours are different kinds of figure ("
-                + ", ".join(f"{k}: {KIND_LABEL[k]}" for k in kinds) + "); a cross is a task without a correct kernel.",
-                _svg(fig)))
-    return out
-
-
 def html_report(bench) -> str:
     e = html.escape
     rows = []
     for r in bench.results:
         cls = "ok" if r.correct else "bad"
-        rows.append(f"<tr class={cls}><td>{e(r.task_id)}</td><td>{e(r.status)}</td><td>{'yes' if r.compiled else 'no'}</td>"
+        page = bench.out / "tasks" / r.task_id / "report.html"
+        name = f'<a href="tasks/{e(r.task_id)}/report.html">{e(r.task_id)}</a>' if page.exists() else e(r.task_id)
+        rows.append(f"<tr class={cls} id=\"task-{e(r.task_id)}\"><td>{name}</td><td>{e(r.status)}</td><td>{'yes' if r.compiled else 'no'}</td>"
                     f"<td>{'yes' if r.proof_of_kernel else 'no'}</td><td>{_x(r.speedup)}</td><td>{e(r.speedup_kind or '-')}</td>"
                     f"<td>{_pct(r.roofline_fraction)}</td><td>{r.evaluations}</td><td>{r.tokens}</td>"
                     f"<td>{r.wall_s:.0f}</td><td>{e(r.reason)}{'<br><i>shortcut: ' + e(r.notes) + '</i>' if r.notes else ''}</td></tr>")

@@ -74,24 +74,3 @@ class RunProgress:
             return True
         current = self.best.evaluation.profile
         return bool(p and p.seconds and (not current or p.seconds < (current.seconds or 1e9)))
-
-
-def speed_sentence(profile, target: str) -> str:
-    """What the headline figure is, in words a newcomer reads: which two times, of what kind, and what 1x means."""
-    if not profile or not profile.seconds:
-        return "Speed: not estimated or measured."
-    if profile.estimated:
-        kind = (f"estimated by maxkernel's cost model for TPU {target} (no TPU here: the program is compiled for "
-                f"{target} and modelled, not run)")
-    else:
-        kind = f"measured on the TPU {target}"
-    text = f"Speed: {profile.seconds * 1e6:,.1f} us per call, {kind}."
-    if profile.speedup and profile.reference_seconds:
-        faster = (f"{profile.speedup:.2f}x faster than" if profile.speedup >= 1
-                  else f"{1 / profile.speedup:.2f}x slower than")
-        text += (f" XLA's own compilation of the task's reference takes {profile.reference_seconds * 1e6:,.1f} us "
-                 f"{'by the same model' if profile.estimated else 'measured the same way'}, so the kernel is "
-                 f"{faster} XLA ({profile.speedup:.2f}x; above 1x is faster).")
-        if profile.reference_note:
-            text += f" {profile.reference_note}"
-    return text

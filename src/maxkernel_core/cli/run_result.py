@@ -9,7 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from .output import EXIT_CANDIDATE_FAILED, EXIT_OK
-from .progress import plural, speed_sentence
+from ..explain import speed_sentence
+from .progress import plural
 
 
 def spent_line(result) -> str:
@@ -56,7 +57,7 @@ def report_result(result, out_dir: Path, console: Console, target: str, quiet: b
     if quiet:
         console.print(f"{out_dir / 'kernel.py'}")
         return EXIT_OK
-    console.print(f"Optimised task [bold]{escape(result.task_id)}[/] for TPU {target}: "
+    console.print(f"Optimised task [bold]{escape(result.task_id)}[/] for target {target}: "
                   f"{spent_line(result)}, run {result.run_id}.")
     console.print(f"Best kernel: {out_dir / 'kernel.py'} (candidate {cand.id}, {ev.status.value}): "
                   f"{escape(ev.reason)}")
