@@ -1,14 +1,17 @@
 # Two commands do all the setup on a fresh machine:
-#   make run    installs everything into .venv, then runs the main job on the defaults
-#   make test   installs everything into .venv, then runs the test suite
+#   make run    installs what the main job needs into .venv, then runs it on the defaults
+#   make test   adds what the tests need (Ray, PyTorch's CPU build, Playwright + Debian's chromium), then runs them
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-# The core and every built-in plugin: separate distributions, installed together.
-DISTS  := . $(wildcard backends/*/pyproject.toml executors/*/pyproject.toml synthesizers/*/pyproject.toml llm_providers/pyproject.toml strategies/pyproject.toml jaxbench/pyproject.toml)
+# The main job's distributions: the core and the built-in plugins it runs on (no Ray, no PyTorch).
+RUN_DISTS := $(wildcard backends/*/pyproject.toml synthesizers/*/pyproject.toml llm_providers/pyproject.toml strategies/pyproject.toml jaxbench/pyproject.toml)
+# What only the tests (and users who ask for them) need: the Ray executor, PyTorch tasks, a browser.
+TEST_DISTS := $(wildcard executors/*/pyproject.toml)
 # The main job: optimize a matmul + bias + GELU kernel with the offline synthesizer (no key, CPU only).
 TASK   ?= tests/tpu_pallas/tasks/matmul_bias_gelu
-STAMP  := $(VENV)/.installed
+RUN_STAMP  := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
 # PyTorch tasks (KernelBench's own format) run on JAX through torchax, with PyTorch's CPU build (the
 # registry's default torch is the CUDA build, gigabytes of NVIDIA libraries a CPU never uses).
 TORCH_CPU   ?= torch==2.13.0+cpu
@@ -16,10 +19,12 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 # Two test processes, a module's tests kept together (its fixtures are built once): the suite took
 # 33 minutes in one process on the 2-core build machine. Override with PYTEST_ARGS= to run in one.
 PYTEST_ARGS ?= -n 2 --dist loadfile
+PYPROJECTS := $(shell find . -name pyproject.toml -not -path './$(VENV)/*' -not -path './docs/*')
 
-.PHONY: run test install clean sandbox
+.PHONY: run test install install-test clean sandbox browser
 
-install: $(STAMP)
+install: $(RUN_STAMP)
+install-test: $(TEST_STAMP)
 
 # Candidates run inside bubblewrap; as root with apt it is installed here, otherwise maxkernel
 # says in one line that it runs with the weaker fallback sandbox.
@@ -28,18 +33,29 @@ sandbox:
 	  { apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; } || \
 	  echo "note: bubblewrap (bwrap) is not installed and could not be installed here: candidates run with the weaker fallback sandbox" >&2; }
 
-$(STAMP): $(shell find . -name pyproject.toml -not -path './$(VENV)/*' -not -path './docs/*') | sandbox
+# The report tests open the HTML reports in Debian's chromium through Playwright (Playwright's own
+# browser download does not work here); as root with apt it is installed here.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; } || \
+	  echo "note: chromium is not installed and could not be installed here: the browser tests will fail; install Debian's chromium" >&2; }
+
+$(RUN_STAMP): $(PYPROJECTS) | sandbox
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "$(TORCH_CPU)" --extra-index-url $(TORCH_INDEX)
-	$(BIN)/python -m pip install --quiet -e ".[test,ray,torch]" $(foreach d,$(filter-out .,$(DISTS)),-e $(dir $(d)))
-	touch $(STAMP)
+	$(BIN)/python -m pip install --quiet -e . $(foreach d,$(RUN_DISTS),-e $(dir $(d)))
+	touch $(RUN_STAMP)
 
-run: $(STAMP)
+$(TEST_STAMP): $(RUN_STAMP) | browser
+	$(BIN)/python -m pip install --quiet "$(TORCH_CPU)" --extra-index-url $(TORCH_INDEX)
+	$(BIN)/python -m pip install --quiet -e ".[test,ray,torch]" $(foreach d,$(TEST_DISTS),-e $(dir $(d)))
+	touch $(TEST_STAMP)
+
+run: $(RUN_STAMP)
 	$(BIN)/maxkernel run --task $(TASK) --strategy auto --provider offline --out maxkernel-out
 
 # pytest exits 5 when it collected nothing: that is broken setup, not a pass.
-test: $(STAMP)
+test: $(TEST_STAMP)
 	@$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "ERROR: pytest collected no tests; the setup is broken" >&2; exit 1; fi; \
 	exit $$rc

@@ -49,7 +49,9 @@ def best_code(result, candidates: dict[str, Any]) -> dict[str, Any] | None:
         "parent": parent.id if parent else None,
         "diff_parent": _diff(parent.code, best.code, parent.id, best.id) if parent else None,
         "first": first.id if first else None,
-        "diff_first": _diff(first.code, best.code, first.id, best.id) if first and first.id != best.id else None,
+        # against the first kernel too, unless that is the parent (the same diff twice) or the kernel itself
+        "diff_first": _diff(first.code, best.code, first.id, best.id)
+        if first and first.id not in (best.id, best.parent_id) else None,
     }
 
 

@@ -49,7 +49,7 @@ def test_no_function_is_more_complex_than_25():
 def test_lint_is_clean_outside_tests():
     ruff = shutil.which("ruff") or str(__import__("pathlib").Path(sys.executable).parent / "ruff")
     if not __import__("os").path.exists(ruff):
-        pytest.fail("ruff is not installed: `make install` puts it in .venv (the [test] extra)")
+        pytest.fail("ruff is not installed: `make install-test` puts it in .venv (the [test] extra)")
     result = subprocess.run([ruff, "check", "--no-cache", "--select", RUFF_RULES, "--exclude", "tests",
                              "--exclude", ".venv", "--exclude", "docs/examples/*/build", str(REPO)],
                             capture_output=True, text=True, cwd=REPO)

@@ -31,7 +31,7 @@ def test_without_ray_the_executor_says_how_to_install_it(tmp_path, command):
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert lines[-1] == ("Error: the ray executor needs Ray, which is not installed here: "
-                         "pip install 'maxkernel[ray]' (in a checkout: make install)")
+                         "pip install 'maxkernel[ray]' (in a checkout: make install-test)")
     assert "Traceback" not in result.stderr
     db = tmp_path / "home" / "runs.db"
     assert not db.exists() or RunStore(db).list_runs(5) == []  # it failed before any run was started

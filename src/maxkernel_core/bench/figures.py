@@ -128,6 +128,7 @@ def figures(bench) -> list[tuple[str, str]]:
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["svg.fonttype"] = "none"  # text as text: smaller pages, selectable, searchable
     import matplotlib.pyplot as plt
 
     out = []

@@ -6,7 +6,7 @@ and ``forward(*get_inputs())``, module-level size constants, ``get_inputs()`` an
 ``get_init_inputs()``. The judge calls it as a function of (weights, inputs)
 (judge/task_module.py). A PyTorch module in the same format (KernelBench's own, ``nn.Module``)
 becomes a task through torchax (PyTorch run on JAX), when torch and torchax are installed
-(``maxkernel[torch]``, which ``make install`` installs with torch's CPU build); its translation is checked against PyTorch's own output when the
+(``maxkernel[torch]``, which ``make install-test`` installs with torch's CPU build); its translation is checked against PyTorch's own output when the
 reference first runs.
 """
 
@@ -64,7 +64,7 @@ def load_kernelbench_task(path: Path, parse) -> Task:
     missing_libs = [n for n in ("torch", "torchax") if torch and importlib.util.find_spec(n) is None]
     if missing_libs:
         raise TaskError(f"{path}: a PyTorch module needs {' and '.join(missing_libs)} to become a task (PyTorch run "
-                        "on JAX): pip install 'maxkernel[torch]' after torch's CPU build (make install does both)")
+                        "on JAX): pip install 'maxkernel[torch]' after torch's CPU build (make install-test does both)")
     module = parse(path)
     fns = {n.name for n in module.body if isinstance(n, ast.FunctionDef)}
     model = _classes(module).get("Model")

@@ -28,7 +28,7 @@ from maxkernel_core.serialize import dumps
 from . import taskfiles
 from .hosts import HostPool, one_line
 
-INSTALL_HINT = "pip install 'maxkernel[ray]' (in a checkout: make install)"
+INSTALL_HINT = "pip install 'maxkernel[ray]' (in a checkout: make install-test)"
 
 
 def import_ray():
