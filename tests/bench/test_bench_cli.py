@@ -101,10 +101,14 @@ def test_killed_bench_resumes_without_redoing_finished_tasks(tmp_path, suite, ke
 def test_bench_with_a_strategy_runs_each_task_as_a_run(tmp_path):
     out = tmp_path / "out"
     result = run_cli("bench", "--suite", str(TASKS), "--tasks", "*rmsnorm", "--strategy", "auto", "--provider", "offline",
-                     "--budget", "2", "--out", str(out), env={"MAXKERNEL_HOME": str(tmp_path / "home")}, timeout=600)
+                     "--budget", "2", "--out", str(out), "--json", env={"MAXKERNEL_HOME": str(tmp_path / "home")},
+                     timeout=600)
     assert result.returncode == 0, result.stderr
-    assert "1 tasks on TPU v5e: 1 compiled (100%), 1 correct (100%)" in result.stdout
-    (task,) = json.loads((out / "results.json").read_text())["tasks"]
+    assert "1 tasks on TPU v5e: 1 compiled (100%), 1 correct (100%)" in result.stderr  # stdout carries the JSON
+    (task,) = json.loads(result.stdout)["tasks"]
+    assert json.loads(result.stdout) == json.loads((out / "results.json").read_text())
+    assert 'href="tasks/test_rmsnorm/report.html"' in (out / "report.html").read_text()  # each task's own report
+    assert (out / "tasks" / "test_rmsnorm" / "report.html").exists()
     assert task["task_id"] == "test_rmsnorm" and task["evaluations"] >= 1 and task["run_id"].startswith("run-")
     assert (out / "tasks" / "test_rmsnorm" / "kernel.py").exists() and task["kernel"].endswith("kernel.py")
     judged = run_cli("eval", "--task", str(TASKS / "rmsnorm"), "--kernel", task["kernel"],

@@ -7,13 +7,16 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..tuned import MODES as TUNED_MODES
+from ..report_html import clip
 from .app import app_for
 from .commands import executor_options, override_executor
 from .group import cli
+from .output import console_for
 
 
 @cli.command("bench")
@@ -39,16 +42,25 @@ from .group import cli
                    "write one side-by-side report (compare.md/.html/.json), e.g. strategy=auto,graph.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("maxkernel-bench"),
               show_default=True, help="Output folder: results.json/.csv, report.md, report.html, tasks/ID/.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (the suite's figures and every task's "
+              "result, or the comparison) on stdout; progress stays on stderr.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress; print only the report's path (or errors).")
+@click.option("-v", "--verbose", is_flag=True, help="Each task's line with its whole reason.")
 @executor_options
 @click.pass_context
 def bench_cmd(ctx, suite, pattern, strategy, provider, model, target, budget, seed, kernels, jobs, time_limit, resume,
-              tuned, out, executor, ray_address, compare=None) -> int:
-    """Run every task of a suite and report compile/correctness rates, speedups and fast_p."""
+              tuned, out, as_json, quiet, verbose, executor, ray_address, compare=None) -> int:
+    """Run every task of a suite and report compile/correctness rates, speedups and fast_p.
+
+    Exit codes: 0 the bench ran (its report says how each task did), 2 usage or input error, 3 provider or
+    service failure, 130 interrupted (the resume command is printed)."""
     from ..bench import BenchConfig, run_bench
 
     app = app_for(ctx)
     override_executor(app, executor, ray_address)  # not part of the bench's config: a resume may move hosts
-    console = Console(stderr=True)
+    console = console_for(stderr=True)
+    if quiet:
+        console.quiet = True
     config = BenchConfig(suite, pattern, strategy, provider, model, target, budget, seed,
                          str(kernels.resolve()) if kernels else None, jobs, tuned, time_limit)
     state = {"bench": resume}
@@ -66,7 +78,8 @@ def bench_cmd(ctx, suite, pattern, strategy, provider, model, target, budget, se
             return
         mark = {"correct": "[green]correct[/]", "failed": "[yellow]failed[/]", "error": "[red]error[/]"}[result.status]
         speed = f" {result.speedup:.2f}x ({result.speedup_kind})" if result.speedup else ""
-        progress.console.print(f"  {ref.id}: {mark}{speed}" + ("" if result.correct else f" - {result.reason[:150]}"))
+        why = result.reason if verbose else clip(result.reason, 150)
+        progress.console.print(f"  {ref.id}: {mark}{speed}" + ("" if result.correct else f" - {escape(why)}"))
         progress.advance(bar)
 
     def on_tasks(refs) -> None:  # the bar appears once the suite is known to be good
@@ -77,7 +90,7 @@ def bench_cmd(ctx, suite, pattern, strategy, provider, model, target, budget, se
         try:
             if compare:
                 return _compare(app, config, compare, resume, out, dict(progress=on_task, on_start=started,
-                                                                          on_tasks=on_tasks))
+                                                                          on_tasks=on_tasks), as_json, quiet)
             result = run_bench(app.settings, app.pm, None if resume else config, resume=resume, out=out,
                                progress=on_task, on_start=started, on_tasks=on_tasks)
         finally:
@@ -86,11 +99,17 @@ def bench_cmd(ctx, suite, pattern, strategy, provider, model, target, budget, se
         console.print(f"Interrupted. Finished tasks are stored; continue with: "
                       f"maxkernel bench --resume {state['bench'] or 'BENCH_ID'} --out {out}")
         os._exit(130)  # task threads may still be inside a run; their results are stored as they finish
-    _print_summary(console, result)
+    if as_json:
+        click.echo((out / "results.json").read_text())
+    if quiet:
+        click.echo(str(out / "report.html"))
+    else:
+        _print_summary(console, result, to_stdout=not as_json)
     return 0
 
 
-def _compare(app, config, compare: str, resume, out: Path, callbacks) -> int:
+def _compare(app, config, compare: str, resume, out: Path, callbacks, as_json: bool = False,
+             quiet: bool = False) -> int:
     from ..bench.compare import parse_compare, run_compare
     from ..errors import ConfigError
 
@@ -99,20 +118,24 @@ def _compare(app, config, compare: str, resume, out: Path, callbacks) -> int:
                           "continue, every verdict made is reused) and --kernels")
     key, values = parse_compare(compare)
     document = run_compare(app.settings, app.pm, config, key, values, out, **callbacks)
+    if as_json or quiet:
+        click.echo((out / "compare.json").read_text() if as_json else str(out / "compare.html"))
+        return 0
     click.echo((out / "compare.md").read_text())
     click.echo(f"Comparison: {out / 'compare.html'} (and compare.md, compare.json); wins: "
                + ", ".join(f"{arm} {n}" for arm, n in document["wins"].items()))
     return 0
 
 
-def _print_summary(console: Console, result) -> None:
+def _print_summary(console: Console, result, to_stdout: bool = True) -> None:
+    """The task table (stderr) and the suite's figures (stdout, or stderr when stdout carries --json)."""
     from ..bench.report import summary_lines
 
     table = Table("task", "status", "speedup", "reason", title=f"bench {result.bench_id}", show_lines=False)
     for r in result.results:
         speed = f"{r.speedup:.2f}x {'est.' if r.speedup_kind == 'estimated' else 'meas.'}" if r.speedup else "-"
-        table.add_row(r.task_id, r.status, speed, "" if r.correct else r.reason[:90])
+        table.add_row(escape(r.task_id), r.status, speed, "" if r.correct else escape(clip(r.reason, 90)))
     console.print(table)
-    for line in summary_lines(result):
-        click.echo(line)
-    click.echo(f"Report: {result.out / 'report.html'} (and report.md, results.json, results.csv)")
+    for line in [*summary_lines(result), f"Report: {result.out / 'report.html'} (and report.md, results.json, "
+                                          "results.csv, and each task's report under tasks/)"]:
+        click.echo(line, err=not to_stdout)
