@@ -145,3 +145,18 @@ def test_activity_describes_the_oldest_wait_and_the_rest():
     activity.end(first)
     assert activity.describe().startswith("waiting for x:y")
     assert json.dumps(activity.elapsed()) != "0"
+
+
+def test_make_run_installs_only_what_the_main_job_needs():
+    import subprocess
+
+    from ..helpers import REPO
+
+    def planned(target: str) -> str:
+        return subprocess.run(["make", "-n", "-B", target], cwd=REPO, capture_output=True, text=True).stdout
+
+    run_plan, test_plan = planned("run"), planned("test")
+    installs = [line for line in run_plan.splitlines() if "pip install" in line]
+    assert installs and not any("ray" in line or "torch" in line or "[test" in line for line in installs)
+    assert "maxkernel run --task" in run_plan
+    assert "executors/ray" in test_plan and ".[test,ray,torch]" in test_plan and "chromium" in test_plan

@@ -31,7 +31,7 @@ def run_graph(tmp_path, name: str, seed: int = 0):
     settings.store.home = str(tmp_path / name)
     # a beam of two at depth 2 from one child each: 4 evaluations, the smallest graph with a real beam
     settings.strategy["graph"] = {"beam_width": 2, "depth": 2, "expansions": 1}
-    result = optimize(TASKS / "matmul_bias_gelu", settings=settings, strategy="graph", provider="offline", seed=seed,
+    result = optimize(TASKS / "rmsnorm", settings=settings, strategy="graph", provider="offline", seed=seed,
                       out=tmp_path / name / "out")
     return result, RunStore(tmp_path / name / "runs.db")
 
@@ -57,7 +57,7 @@ GRAPH_TOML = "[strategy.graph]\nbeam_width = 2\ndepth = 2\nexpansions = 2\n"
 def _graph_cli(folder, env=None, resume=None):
     folder.mkdir(exist_ok=True)
     (folder / "maxkernel.toml").write_text(GRAPH_TOML)
-    args = ["run", "--task", str(TASKS / "matmul_bias_gelu"), "--strategy", "graph", "--provider", "offline",
+    args = ["run", "--task", str(TASKS / "rmsnorm"), "--strategy", "graph", "--provider", "offline",
             "--out", str(folder / "out"), *(["--resume", resume] if resume else [])]
     return run_cli(*args, cwd=folder, env={"MAXKERNEL_HOME": str(folder / "home"), **(env or {})}, timeout=900)
 
@@ -106,7 +106,7 @@ def test_the_budget_caps_a_concurrent_batch(tmp_path):
     settings.store.home = str(tmp_path / "home")
     settings.run.budget = 3
     settings.strategy["graph"] = {"beam_width": 2, "depth": 3, "expansions": 4}
-    result = optimize(TASKS / "matmul_bias_gelu", settings=settings, strategy="graph", provider="offline",
+    result = optimize(TASKS / "rmsnorm", settings=settings, strategy="graph", provider="offline",
                       out=tmp_path / "out")
     store = RunStore(tmp_path / "home" / "runs.db")
     assert len(store.evaluations(result.run_id)) == 3 and result.evaluations == 3
