@@ -16,9 +16,10 @@ TEST_STAMP := $(VENV)/.installed-test
 # registry's default torch is the CUDA build, gigabytes of NVIDIA libraries a CPU never uses).
 TORCH_CPU   ?= torch==2.13.0+cpu
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
-# Two test processes, a module's tests kept together (its fixtures are built once): the suite took
-# 33 minutes in one process on the 2-core build machine. Override with PYTEST_ARGS= to run in one.
-PYTEST_ARGS ?= -n 2 --dist loadfile
+# Two test processes, a module's tests kept together (its fixtures are built once), the longest files
+# first (tests/conftest.py orders them): the suite took 33 minutes in one process on the 2-core build
+# machine. Override with PYTEST_ARGS= to run in one.
+PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder
 PYPROJECTS := $(shell find . -name pyproject.toml -not -path './$(VENV)/*' -not -path './docs/*')
 
 .PHONY: run test install install-test clean sandbox browser

@@ -7,7 +7,7 @@ Errors a user can fix print one line on stderr (``Error: ...``) and exit 2
 
 from __future__ import annotations
 
-from . import bench_cmd, commands, logs_cmd, tuned_cmd  # noqa: F401  (each registers its commands on `cli`)
+from . import bench_cmd, commands, logs_cmd, run_cmd, tuned_cmd  # noqa: F401  (each registers its commands on `cli`)
 from .group import cli
 
 __all__ = ["cli", "main"]
