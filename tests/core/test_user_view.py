@@ -100,9 +100,6 @@ def test_new_task_writes_a_folder_that_runs_and_the_run_reports_quietly_or_verbo
                     "--out", str(tmp_path / "out"), env=env, timeout=600)
     assert quiet.returncode == 0, quiet.stderr
     assert quiet.stdout.strip() == str(tmp_path / "out" / "kernel.py") and quiet.stderr == ""
-    loud = run_cli("run", "--task", task, "--provider", "offline", "--budget", "1", "-v",
-                   "--out", str(tmp_path / "out"), env={**env, "FORCE_COLOR": "1"}, timeout=600)
-    assert loud.returncode == 0 and "-> ok" in loud.stderr and SGR.search(loud.stderr)  # colour on a forced terminal
     plain = run_cli("run", "--task", task, "--provider", "offline", "--budget", "1", "-v", "--out",
                     str(tmp_path / "out"), env={**env, "FORCE_COLOR": "1", "NO_COLOR": "1"}, timeout=600)
     assert plain.returncode == 0 and "-> ok" in plain.stderr
@@ -160,3 +157,16 @@ def test_make_run_installs_only_what_the_main_job_needs():
     assert installs and not any("ray" in line or "torch" in line or "[test" in line for line in installs)
     assert "maxkernel run --task" in run_plan
     assert "executors/ray" in test_plan and ".[test,ray,torch]" in test_plan and "chromium" in test_plan
+
+
+def test_no_color_turns_off_colour_and_bold(monkeypatch):
+    from maxkernel_core.cli.output import console_for
+
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    for no_color, expected in (("", True), ("1", False)):
+        monkeypatch.setenv("NO_COLOR", no_color)
+        console = console_for()
+        with console.capture() as captured:
+            console.print("[bold red]verdict[/] ok")
+        assert bool(SGR.search(captured.get())) is expected
