@@ -58,7 +58,7 @@ def _ask_for_code(ctx, role: str, prompt: str, shared: dict[str, str]):
         try:
             return reply, extract_module(reply.text)
         except NoUsableCode as exc:
-            ctx.unusable_replies += 1
+            ctx.note_unusable_reply()
             reason = str(exc)
             messages += [LLMMessage("assistant", reply.text), LLMMessage("user", REPLY_AGAIN.format(reason=reason))]
     llm = ctx.llm_for(role)

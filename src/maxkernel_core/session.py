@@ -84,7 +84,8 @@ class AgentContext:
     activity: Activity = field(factory=Activity)
     #: times a role may be asked again after a reply without usable code (``llm.reply_retries``)
     reply_retries: int = 2
-    #: replies a role could not use (no code block, a module that does not parse), each asked again
+    #: replies a role could not use (no code block, a module that does not parse), each asked again; roles
+    #: run concurrently, so count with :meth:`note_unusable_reply`
     unusable_replies: int = 0
     _gate: threading.Semaphore = field(factory=lambda: threading.Semaphore(4))
     _caches: dict[str, dict[str, Any]] = field(factory=dict)
@@ -95,6 +96,11 @@ class AgentContext:
         keeps what it computed once per run. No plugin reads another's."""
         with self._caches_lock:
             return self._caches.setdefault(owner, {})
+
+    def note_unusable_reply(self) -> None:
+        """Count one model reply a role could not use (thread-safe: a graph search runs roles at once)."""
+        with self._caches_lock:
+            self.unusable_replies += 1
 
     def judge(self, task: Task, candidate: Candidate) -> Evaluation:
         """The backend's verdict on ``candidate``, run where the run's executor puts it (tester roles call this)."""

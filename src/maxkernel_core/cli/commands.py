@@ -16,7 +16,7 @@ from ..plugins import DISCOVERY_HOOKS
 from ..serialize import to_json
 from .app import App, app_for
 from .group import cli
-from .output import console_for, natural_key, piped, print_rows
+from .output import console_for, natural_key, print_table
 
 INTERNAL_PLUGIN_PREFIX = "maxkernel-role-log-"
 
@@ -138,14 +138,7 @@ def runs_list(limit: int, as_json: bool) -> None:
         return
     rows = [[r.id, _when(r.created_at), r.status, r.task_id, r.strategy, r.provider or "-"] for r in runs]
     header = ["run", "started", "status", "task", "strategy", "provider"]
-    if piped():  # whole ids, tab-separated: `maxkernel runs list | cut -f1` gives ids that work
-        print_rows(header, rows)
-        return
-    table = Table(*header)
-    table.columns[0].no_wrap = True
-    for row in rows:
-        table.add_row(*row)
-    _console().print(table)
+    print_table(_console(), header, rows)  # in a pipe: whole ids, tab-separated (`| cut -f1` gives ids that work)
 
 
 @runs_group.command("show")
@@ -191,14 +184,7 @@ def tasks_cmd(path: Path | None, as_json: bool) -> None:
     elif refs:
         rows = [[r.id, r.format, ",".join(r.sizes), r.dtype or "-", f"cannot load: {r.problem}" if r.problem else "ok"]
                 for r in refs]
-        if piped():
-            print_rows(["task", "format", "sizes", "dtype", "status"], rows)
-        else:
-            table = Table("task", "format", "sizes", "dtype", "status")
-            table.columns[0].no_wrap = True
-            for row in rows:
-                table.add_row(*row)
-            _console().print(table)
+        print_table(_console(), ["task", "format", "sizes", "dtype", "status"], rows)
     if not app.pm.registries.backends:
         raise TaskError("no backend plugin is loaded, so no task format is known; see `maxkernel plugins`")
     loaded = [r for r in refs if not r.problem]

@@ -16,6 +16,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
+from ..report_html import clip
 from .commands import _app, _echo_json, _when
 from .group import cli
 from .output import console_for, print_table
@@ -48,8 +49,7 @@ def call_json(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _first_line(text: str | None, width: int = 60) -> str:
-    line = next((s.strip() for s in (text or "").splitlines() if s.strip()), "")
-    return line if len(line) <= width else line[: width - 1].rsplit(" ", 1)[0] + "…"
+    return clip(next((s.strip() for s in (text or "").splitlines() if s.strip()), ""), width)
 
 
 HEADER = ["call", "when", "run", "role", "model", "tokens in/out", "s", "status", "reply"]

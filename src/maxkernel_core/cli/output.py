@@ -64,6 +64,7 @@ def print_table(console: Console, header: list[str], rows: list[list[str]], titl
     from rich.table import Table
 
     table = Table(*header, title=title)
+    table.columns[0].no_wrap = True  # the first column is an id: whole, so it can be copied
     for row in rows:
         table.add_row(*(escape(str(v)) for v in row))
     console.print(table)
