@@ -48,6 +48,9 @@ class RunSettings:
     #: seconds of wall time after which a run starts no new evaluation (unset: no limit)
     time_limit_s: float | None = _RUN_DEFAULTS["time_limit_s"]
     out: str = "maxkernel-out"
+    #: an interactive run's questions are answerable in a browser too (``maxkernel run --ui``); per process,
+    #: not kept with the run: a run started with it resumes at the terminal unless asked again
+    ui: bool = False
 
 
 #: Keys that must be at least 1, with what they mean (said in the error).

@@ -22,6 +22,7 @@ Two kinds of hook:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 import pluggy
@@ -29,6 +30,7 @@ import pluggy
 if TYPE_CHECKING:
     import click
 
+    from .config import Settings
     from .records import Attempt, Candidate, Decline, Evaluation, Move, Plan, Profile, Task
     from .session import AgentContext
 
@@ -123,6 +125,19 @@ def register_commands(cli: click.Group) -> None:
 
     :param cli: the root click group; decorate functions with ``@cli.command()``.
     :returns: nothing; every implementation is called.
+    """
+
+
+@hookspec(firstresult=True)
+def serve_ui(settings: Settings) -> AbstractContextManager[str] | None:
+    """Serve a web UI over the run store while ``maxkernel run --ui`` runs.
+
+    :param settings: the run's resolved settings (``settings.store.home`` names the store).
+    :returns: a context manager that starts the server on entry (its value: the URL, printed for the
+        person) and stops it on exit, or ``None`` to let another plugin serve. When no plugin serves,
+        ``run --ui`` is a one-line error naming the extra to install. The interactive strategy's questions
+        go through the store (:class:`~maxkernel_core.store.prompts.PromptRecords`), so any UI over the
+        same store can answer them.
     """
 
 

@@ -93,7 +93,7 @@ def _decisions_section(decisions: list[dict[str, Any]]) -> str:
     return f"<h2>Decisions</h2><table><tr><th>when</th><th>decision</th><th>detail</th></tr>{rows}</table>"
 
 
-def _tree_nodes(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def tree_nodes(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     nodes, seen = [], set()
     for r in rows:
         if r["candidate"] in seen:
@@ -109,7 +109,7 @@ def render(report: dict[str, Any]) -> str:
     run, rows = report["run"], report["candidates"]
     best = (report["result"].get("best") or {}).get("candidate", {}).get("id")
     table = "".join(_row(i, r, best) for i, r in enumerate(rows))
-    tree = tree_svg(_tree_nodes(rows), set(report.get("best_path") or []))
+    tree = tree_svg(tree_nodes(rows), set(report.get("best_path") or []))
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>maxkernel run {e(run['id'])}</title>
 <style>{STYLE}</style></head><body>
 <h1>maxkernel run {e(run['id'])}</h1>

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from typing import Any
 
 WIDTH, HEIGHT, PAD, STRIP = 760, 280, 56, 26
@@ -111,8 +112,10 @@ def tree_layout(nodes: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
     return where
 
 
-def tree_svg(nodes: list[dict[str, Any]], best_path: set[str]) -> str:
-    """``nodes``: dicts with id, parent, status, label, edge (how it was made from its parent)."""
+def tree_svg(nodes: list[dict[str, Any]], best_path: set[str], href: Callable[[str], str] | None = None) -> str:
+    """``nodes``: dicts with id, parent, status, label, edge (how it was made from its parent); ``href`` gives a
+    node's link (default: its row in the same page)."""
+    href = href or (lambda node_id: f"#cand-{node_id}")
     if not nodes:
         return ""
     where = tree_layout(nodes)
@@ -138,7 +141,7 @@ def tree_svg(nodes: list[dict[str, Any]], best_path: set[str]) -> str:
         x, y = 10 + col * COL, 10 + row * ROW
         weight = 3 if node_id in best_path else 1
         parts.append(f'<g class="node" id="node-{html.escape(node_id)}" data-status="{html.escape(n["status"] or "")}">'
-                     f'<a href="#cand-{html.escape(node_id)}"><rect x="{x}" y="{y}" width="{BOX_W}" height="{BOX_H}" '
+                     f'<a href="{html.escape(href(node_id))}"><rect x="{x}" y="{y}" width="{BOX_W}" height="{BOX_H}" '
                      f'rx="4" fill="#fff" stroke="{colour(n["status"])}" stroke-width="{weight}"/>'
                      f'<text x="{x + 6}" y="{y + 14}" font-size="11">{html.escape(node_id[-8:])} '
                      f'{html.escape(n["status"] or "?")}</text><text x="{x + 6}" y="{y + 28}" font-size="10" '

@@ -73,7 +73,7 @@ def test_cli_bad_config_key_is_one_line_and_exit_2(tmp_path):
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert lines == [f"Error: unknown config key 'run.strateggy' in {tmp_path / 'maxkernel.toml'} "
-                     "(keys of [run]: strategy, provider, model, backend, target, budget, seed, tuned, time_limit_s, out)"]
+                     "(keys of [run]: strategy, provider, model, backend, target, budget, seed, tuned, time_limit_s, out, ui)"]
     assert "Traceback" not in result.stderr
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ..activity import Activity
+from ..errors import ConfigError
 from ..tuned import MODES as TUNED_MODES
 from .app import App
 from .commands import _app, _echo_json, executor_options, override_executor
@@ -35,21 +36,43 @@ from .run_result import report_result, result_json
               "(progress stays on stderr).")
 @click.option("-q", "--quiet", is_flag=True, help="No live line; print only the kernel's path (or errors).")
 @click.option("-v", "--verbose", is_flag=True, help="Print each verdict as it is stored, above the live line.")
+@click.option("--ui", is_flag=True, default=None, help="Serve the web UI while this runs (needs maxkernel[ui]); an "
+              "interactive run's questions are answerable in the browser as well as here.")
 @executor_options
 def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resume, tuned, time_limit, as_json, quiet,
-            verbose, executor, ray_address) -> int:
+            verbose, ui, executor, ray_address) -> int:
     """Optimize a kernel for TASK; writes kernel.py, report.json and report.html to --out.
 
     Exit codes: 0 a verified kernel, 1 none verified, 2 usage or input error, 3 provider or service failure,
     130 interrupted (the resume command is printed)."""
-    from ..run import executor_for
-
     app = _app()
     app.override(run__strategy=(strategy, "--strategy"), run__provider=(provider, "--provider"),
                  run__model=(model, "--model"), run__target=(target, "--target"), run__budget=(budget, "--budget"),
                  run__seed=(seed, "--seed"), run__out=(str(out) if out else None, "--out"),
-                 run__tuned=(tuned, "--tuned"), run__time_limit_s=(time_limit, "--time-limit"))
+                 run__tuned=(tuned, "--tuned"), run__time_limit_s=(time_limit, "--time-limit"),
+                 run__ui=(ui, "--ui"))
     override_executor(app, executor, ray_address)
+    with _served(app):
+        return _run_and_report(app, task_ref, resume, as_json, quiet, verbose)
+
+
+@contextlib.contextmanager
+def _served(app: App):
+    """The web UI beside the run (``--ui``), from whichever plugin serves one."""
+    if not app.settings.run.ui:
+        yield None
+        return
+    server = app.pm.hook.serve_ui(settings=app.settings)
+    if server is None:
+        raise ConfigError("--ui: no installed plugin serves a web UI; install it with pip install 'maxkernel[ui]'")
+    with server as url:
+        click.echo(f"Web UI: {url} (this run's questions can be answered there as well as here)", err=True)
+        yield url
+
+
+def _run_and_report(app: App, task_ref: str, resume: str | None, as_json: bool, quiet: bool, verbose: bool) -> int:
+    from ..run import executor_for
+
     settings = app.settings
     console = console_for(stderr=True)
     progress = RunProgress(settings, Activity(), console, verbose=verbose and not quiet)

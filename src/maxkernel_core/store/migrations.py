@@ -204,3 +204,28 @@ def m005_tuned_configs(conn: sqlite3.Connection) -> None:
         )
         """,
     )
+
+
+@migration
+def m006_prompts(conn: sqlite3.Connection) -> None:
+    """Questions an interactive run waits on, answerable from the terminal or a browser (``maxkernel ui``), and
+    who made each decision (the audit line)."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE prompts (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id TEXT NOT NULL REFERENCES runs(id),
+            kind TEXT NOT NULL,
+            body_json TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            state TEXT NOT NULL DEFAULT 'open',
+            choice TEXT,
+            detail TEXT,
+            who TEXT,
+            answered_at REAL
+        );
+        CREATE INDEX prompts_run ON prompts(run_id);
+        ALTER TABLE decisions ADD COLUMN who TEXT
+        """,
+    )

@@ -28,6 +28,7 @@ from ..serialize import dumps, from_json, to_json
 from .benches import BenchRecords
 from .logs import LogRecords
 from .migrations import migrate
+from .prompts import PromptRecords
 from .tuned import TunedRecords
 from .verdicts import VerdictRecords
 
@@ -55,7 +56,7 @@ class RunRow:
     result: dict[str, Any] | None
 
 
-class RunStore(BenchRecords, VerdictRecords, TunedRecords, LogRecords):
+class RunStore(BenchRecords, VerdictRecords, TunedRecords, LogRecords, PromptRecords):
     """Read and append records of runs. Safe to share between threads of one process."""
 
     def __init__(self, path: Path | str) -> None:
@@ -180,14 +181,17 @@ class RunStore(BenchRecords, VerdictRecords, TunedRecords, LogRecords):
                 (edge.run_id, edge.parent_id, edge.child_id, edge.transformation, dumps(edge)),
             )
 
-    def add_decision(self, run_id: str, kind: str, answer: str, detail: str | None = None) -> None:
-        """A person's decision in an interactive run (what was asked, what was answered)."""
+    def add_decision(self, run_id: str, kind: str, answer: str, detail: str | None = None,
+                     who: str = "terminal") -> None:
+        """A person's decision in an interactive run: what was answered, and who answered when (the audit line:
+        "terminal", "answers file", or the browser's "local" / "token:<hash prefix>")."""
         with self._tx() as c:
-            c.execute("INSERT INTO decisions (run_id, kind, answer, detail, created_at) VALUES (?, ?, ?, ?, ?)",
-                      (run_id, kind, answer, detail, time.time()))
+            c.execute("INSERT INTO decisions (run_id, kind, answer, detail, created_at, who) VALUES (?, ?, ?, ?, ?, ?)",
+                      (run_id, kind, answer, detail, time.time(), who))
 
     def decisions(self, run_id: str) -> list[dict[str, Any]]:
-        rows = self._rows("SELECT kind, answer, detail, created_at FROM decisions WHERE run_id = ? ORDER BY id", run_id)
+        rows = self._rows("SELECT kind, answer, detail, created_at, who FROM decisions WHERE run_id = ? ORDER BY id",
+                          run_id)
         return [dict(r) for r in rows]
 
     # --- reads ---------------------------------------------------------------
