@@ -6,8 +6,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 # The main job's distributions: the core and the built-in plugins it runs on (no Ray, no PyTorch).
 RUN_DISTS := $(wildcard backends/*/pyproject.toml synthesizers/*/pyproject.toml llm_providers/pyproject.toml strategies/pyproject.toml jaxbench/pyproject.toml)
-# What only the tests (and users who ask for them) need: the Ray executor, PyTorch tasks, a browser.
-TEST_DISTS := $(wildcard executors/*/pyproject.toml)
+# What only the tests (and users who ask for them) need: the Ray executor, the web UI, PyTorch tasks, a browser.
+TEST_DISTS := $(wildcard executors/*/pyproject.toml ui/pyproject.toml)
 # The main job: optimize a matmul + bias + GELU kernel with the offline synthesizer (no key, CPU only).
 TASK   ?= tests/tpu_pallas/tasks/matmul_bias_gelu
 RUN_STAMP  := $(VENV)/.installed-run
@@ -22,7 +22,7 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder
 PYPROJECTS := $(shell find . -name pyproject.toml -not -path './$(VENV)/*' -not -path './docs/*')
 
-.PHONY: run test install install-test clean sandbox browser
+.PHONY: run test install install-test clean sandbox browser ui
 
 install: $(RUN_STAMP)
 install-test: $(TEST_STAMP)
@@ -49,11 +49,16 @@ $(RUN_STAMP): $(PYPROJECTS) | sandbox
 
 $(TEST_STAMP): $(RUN_STAMP) | browser
 	$(BIN)/python -m pip install --quiet "$(TORCH_CPU)" --extra-index-url $(TORCH_INDEX)
-	$(BIN)/python -m pip install --quiet -e ".[test,ray,torch]" $(foreach d,$(TEST_DISTS),-e $(dir $(d)))
+	$(BIN)/python -m pip install --quiet -e ".[test,ray,torch,ui]" $(foreach d,$(TEST_DISTS),-e $(dir $(d)))
 	touch $(TEST_STAMP)
 
 run: $(RUN_STAMP)
 	$(BIN)/maxkernel run --task $(TASK) --strategy auto --provider offline --out maxkernel-out
+
+# The web UI over this machine's run store (docs/ui.md): installs the ui extra, serves 127.0.0.1:8765.
+ui: $(RUN_STAMP)
+	$(BIN)/python -m pip install --quiet -e ui/
+	$(BIN)/maxkernel ui
 
 # pytest exits 5 when it collected nothing: that is broken setup, not a pass.
 test: $(TEST_STAMP)

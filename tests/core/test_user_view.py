@@ -156,7 +156,7 @@ def test_make_run_installs_only_what_the_main_job_needs():
     installs = [line for line in run_plan.splitlines() if "pip install" in line]
     assert installs and not any("ray" in line or "torch" in line or "[test" in line for line in installs)
     assert "maxkernel run --task" in run_plan
-    assert "executors/ray" in test_plan and ".[test,ray,torch]" in test_plan and "chromium" in test_plan
+    assert "executors/ray" in test_plan and ".[test,ray,torch,ui]" in test_plan and "ui/" in test_plan and "chromium" in test_plan
 
 
 def test_no_color_turns_off_colour_and_bold(monkeypatch):
