@@ -231,6 +231,17 @@ class RunStore(BenchRecords, VerdictRecords, TunedRecords, LogRecords, PromptRec
         rows = self._rows("SELECT record_json FROM evaluations WHERE run_id = ? ORDER BY id", run_id)
         return [from_json(r[0], Evaluation) for r in rows]
 
+    def records_since(self, run_id: str, candidate_row: int = 0, evaluation_id: int = 0) -> tuple[
+            list[tuple[int, Candidate]], list[tuple[int, Evaluation]]]:
+        """Candidates and verdicts stored after the given row ids, with their ids: both tables are append-only,
+        so a reader that keeps what it read (a live web page) parses only what is new."""
+        cands = self._rows("SELECT rowid, record_json FROM candidates WHERE run_id = ? AND rowid > ? ORDER BY rowid",
+                           run_id, candidate_row)
+        evals = self._rows("SELECT id, record_json FROM evaluations WHERE run_id = ? AND id > ? ORDER BY id",
+                           run_id, evaluation_id)
+        return ([(r[0], from_json(r[1], Candidate)) for r in cands],
+                [(r[0], from_json(r[1], Evaluation)) for r in evals])
+
     def nodes(self, run_id: str) -> list[SearchNode]:
         rows = self._rows("SELECT record_json FROM search_nodes WHERE run_id = ? ORDER BY rowid", run_id)
         return [from_json(r[0], SearchNode) for r in rows]

@@ -8,6 +8,7 @@ import contextlib
 import datetime as dt
 import json
 import sys
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,13 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from . import pages
-from .live import PageCache, Watcher
+from .live import Page, PageCache, Watcher
 from .render import render
 from .security import Access, Guard, same_origin
 
 DETAIL_LIMIT = 4000
+#: where a page's live fragment goes: the page's head is sent before the fragment is rendered
+SPLIT = "\x00maxkernel-live\x00"
 
 
 class UI:
@@ -35,31 +38,50 @@ class UI:
         self.store, self.access, self.audit = store, access, audit
         self.watcher = Watcher(store.path)
         self.cache = PageCache()
+        self.records = pages.RecordCache(store)
 
     def page(self, request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
-        return HTMLResponse(render(template, who=request.scope.get("state", {}).get("who", ""),
-                                   csrf=self.access.csrf, **values), status_code=status)
+        return HTMLResponse(render(template, who=self._who(request), csrf=self.access.csrf, **values),
+                            status_code=status)
 
     def missing(self, request: Request, exc: Exception) -> HTMLResponse:
         return self.page(request, "message.html", 404, title="Not found", message=str(exc), back="/")
 
-    async def live(self, key: str, template: str, view) -> tuple[str, str]:
-        """(fingerprint, fragment) of a live page, rendered once per fingerprint."""
+    async def live_page(self, request: Request, key: str, fragment: str, view, template: str,
+                        **values: Any) -> Response:
+        """A live page (``template`` around the ``fragment`` of the page ``key``) or, for ``.../live`` and
+        ``/fragments/...``, the fragment alone: rendered once per fingerprint for every client, gzipped once.
+        The first request of a new fingerprint gets the page's head at once and the rest when rendered."""
         version = await self.watcher.current(key)
-        html = await self.cache.get((key, template, version), lambda: render(template, csrf=self.access.csrf,
-                                                                              **view()))
-        return version, html
+        fragment_key, page_key = (key, fragment, version), (key, template, version, self._who(request))
+
+        def render_fragment():
+            return self.cache.get(fragment_key, lambda: render(fragment, csrf=self.access.csrf, **view()))
+
+        if request.url.path.endswith("/live") or request.url.path.startswith("/fragments/"):
+            return compressed(request, await render_fragment())
+        if self.cache.has(page_key):
+            return compressed(request, await self.cache.get(page_key, str))
+        head, tail = render(template, who=self._who(request), csrf=self.access.csrf, version=version,
+                            live=Markup(SPLIT), **values).split(SPLIT)
+
+        async def body():
+            yield head.encode()
+            live = await render_fragment()
+            yield live.raw
+            yield tail.encode()
+            await self.cache.put(page_key, head + live.text + tail)
+
+        return StreamingResponse(body(), media_type="text/html; charset=utf-8")
 
     # --- pages ---------------------------------------------------------------
 
     async def runs(self, request: Request) -> Response:
         q = {k: request.query_params.get(k, "") for k in ("task", "strategy", "status")}
-        version, html = await self.live(f"runs?{sorted(q.items())}", "_runs_live.html", lambda: self._runs(q))
-        view = pages.runs_view(self.store, **q) if request.url.path == "/" else None
-        if view is None:
-            return HTMLResponse(html)
-        query = "&".join(f"{k}={v}" for k, v in q.items() if v)
-        return self.page(request, "runs.html", live=Markup(html), version=version, query=query, **view)
+        view = pages.runs_view(self.store, **q) if request.url.path == "/" else {}
+        query = urllib.parse.urlencode({k: v for k, v in q.items() if v})
+        return await self.live_page(request, f"runs?{sorted(q.items())}", "_runs_live.html", lambda: self._runs(q),
+                                    "runs.html", query=query, **view)
 
     def _runs(self, q: dict[str, str]) -> dict[str, Any]:
         view = pages.runs_view(self.store, **q)
@@ -70,11 +92,8 @@ class UI:
             run = self.store.get_run(request.path_params["run_id"])
         except StoreError as exc:
             return self.missing(request, exc)
-        version, html = await self.live(f"run:{run.id}", "_run_live.html",
-                                        lambda: pages.run_view(self.store, run.id))
-        if request.url.path.endswith("/live"):
-            return HTMLResponse(html)
-        return self.page(request, "run.html", run=run, live=Markup(html), version=version)
+        return await self.live_page(request, f"run:{run.id}", "_run_live.html",
+                                    lambda: pages.run_view(self.store, run.id, self.records), "run.html", run=run)
 
     async def candidate(self, request: Request) -> Response:
         try:
@@ -100,11 +119,8 @@ class UI:
             bench = self.store.get_bench(request.path_params["bench_id"])
         except StoreError as exc:
             return self.missing(request, exc)
-        version, html = await self.live(f"bench:{bench['id']}", "_bench_live.html",
-                                        lambda: pages.bench_view(self.store, bench["id"]))
-        if request.url.path.endswith("/live"):
-            return HTMLResponse(html)
-        return self.page(request, "bench.html", bench=bench, live=Markup(html), version=version)
+        return await self.live_page(request, f"bench:{bench['id']}", "_bench_live.html",
+                                    lambda: pages.bench_view(self.store, bench["id"]), "bench.html", bench=bench)
 
     async def events(self, request: Request) -> Response:
         kind, ident = request.path_params["kind"], request.path_params.get("ident", "")
@@ -150,6 +166,14 @@ class UI:
                 f.write(line + "\n")
 
 
+def compressed(request: Request, page: Page) -> Response:
+    """The page gzipped when the client takes it (compressed once, in the cache, not per request)."""
+    if "gzip" in request.headers.get("accept-encoding", ""):
+        return Response(page.gzipped, media_type="text/html; charset=utf-8",
+                        headers={"content-encoding": "gzip", "vary": "Accept-Encoding"})
+    return Response(page.raw, media_type="text/html; charset=utf-8", headers={"vary": "Accept-Encoding"})
+
+
 def _checked_answer(prompt: dict[str, Any], form) -> tuple[str | None, str, str]:
     """(problem, choice, detail): the choice must be one the question offers; an edit's parameters a JSON object."""
     choice = str(form.get("choice", ""))
@@ -187,5 +211,6 @@ def create_app(store: RunStore, access: Access, audit: Path | None = None):
         Mount("/static", StaticFiles(packages=[("maxkernel_ui", "static")]), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
-    app.state.ui = ui
-    return Guard(app, access)
+    guarded = Guard(app, access)
+    guarded.ui = ui
+    return guarded

@@ -8,13 +8,36 @@ from __future__ import annotations
 
 import difflib
 import json
+import threading
 from typing import Any
 
 from maxkernel_core.report_data import candidate_rows
 from maxkernel_core.report_html import tree_nodes
-from maxkernel_core.report_svg import progress_svg, tree_svg
+from maxkernel_core.report_svg import progress_svg
+
+from .graph import graph_svg
 
 RUNS_SHOWN = 300
+
+
+class RecordCache:
+    """Each run's candidates and verdicts, parsed once: the store only appends them, so a live page reads
+    only the rows stored since it last looked (a new verdict on a 2,000-candidate run parses one row)."""
+
+    def __init__(self, store) -> None:
+        self.store = store
+        self._runs: dict[str, tuple[int, int, dict[str, Any], list[Any]]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, run_id: str) -> tuple[dict[str, Any], list[Any]]:
+        with self._lock:
+            last_cand, last_eval, candidates, evaluations = self._runs.get(run_id, (0, 0, {}, []))
+            new_cands, new_evals = self.store.records_since(run_id, last_cand, last_eval)
+            candidates = {**candidates, **{c.id: c for _, c in new_cands}} if new_cands else candidates
+            evaluations = evaluations + [e for _, e in new_evals] if new_evals else evaluations
+            self._runs[run_id] = (new_cands[-1][0] if new_cands else last_cand,
+                                  new_evals[-1][0] if new_evals else last_eval, candidates, evaluations)
+            return candidates, evaluations
 
 
 def diff(before: str, after: str, name_before: str, name_after: str) -> str:
@@ -54,11 +77,11 @@ def _path(best: str | None, candidates: dict[str, Any]) -> list[str]:
     return path[::-1]
 
 
-def run_view(store, run_id: str) -> dict[str, Any]:
+def run_view(store, run_id: str, records: RecordCache | None = None) -> dict[str, Any]:
     """A run as it stands: graph by parent, progress, candidates, open question, decisions."""
     run = store.get_run(run_id)
-    candidates = {c.id: c for c in store.candidates(run.id)}
-    rows = candidate_rows(store.evaluations(run.id), candidates)
+    candidates, evaluations = (records or RecordCache(store)).get(run.id)
+    rows = candidate_rows(evaluations, candidates)
     judged = {r["candidate"] for r in rows}
     pending = [c for c in candidates.values() if c.id not in judged]  # implemented, verdict not in yet
     best = _best_id(run, rows)
@@ -68,7 +91,7 @@ def run_view(store, run_id: str) -> dict[str, Any]:
     prompts = store.open_prompts(run.id)
     return {
         "run": run, "rows": rows, "best": best, "best_path": path, "pending": [c.id for c in pending],
-        "tree": tree_svg(nodes, set(path), href=lambda cid: f"/runs/{run.id}/candidates/{cid}"),
+        "tree": graph_svg(nodes, set(path), href=lambda cid: f"/runs/{run.id}/candidates/{cid}"),
         "progress": progress_svg(rows) if rows else "",
         "prompt": prompts[-1] if prompts else None,
         "decisions": store.decisions(run.id),

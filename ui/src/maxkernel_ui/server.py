@@ -50,12 +50,24 @@ def url_for(host: str, port: int, access: Access) -> str:
     return f"http://{shown}:{port}/" + (f"?token={access.token}" if access.token else "")
 
 
+class Server(uvicorn.Server):
+    """uvicorn's server, which tells the open live streams to end before it waits for its connections."""
+
+    def __init__(self, config: uvicorn.Config, watcher) -> None:
+        super().__init__(config)
+        self.watcher = watcher
+
+    async def shutdown(self, sockets=None) -> None:
+        self.watcher.closing = True
+        await super().shutdown(sockets)
+
+
 def make_server(store_home: str | None, access: Access) -> uvicorn.Server:
     store = RunStore.open(store_home)
     app = create_app(store, access, audit=store.path.parent / AUDIT_LOG)
     config = uvicorn.Config(app, log_level=os.environ.get("MAXKERNEL_UI_LOG", "warning"),
-                            timeout_graceful_shutdown=1, lifespan="on")
-    return uvicorn.Server(config)
+                            timeout_graceful_shutdown=2, lifespan="on")
+    return Server(config, app.ui.watcher)
 
 
 @contextlib.contextmanager
