@@ -42,6 +42,7 @@ LONGEST_FIRST = (
     "tests/jaxbench/test_tasks.py", "tests/strategies/test_graph.py", "tests/executors/test_ray_cluster.py",
     "tests/tpu_pallas/test_experts.py", "tests/offline/test_synthesizer.py", "tests/tpu_pallas/test_profile.py",
     "tests/tpu_pallas/test_evaluation.py", "tests/strategies/test_run.py", "tests/bench/test_bench_cli.py",
+    "tests/ui/test_hitl_in_the_browser.py",
     "tests/offline/test_staged.py", "tests/tpu_pallas/test_attacks.py", "tests/strategies/test_hitl.py",
     "tests/core/test_user_view.py", "tests/llm/test_cli_over_http.py",
 )
@@ -50,3 +51,6 @@ LONGEST_FIRST = (
 def pytest_collection_modifyitems(config, items):
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: a file's order kept
+
+
+from .browser import browser, page  # noqa: E402, F401  (fixtures: any test may open a page)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from maxkernel_core.config import Settings
@@ -10,6 +11,7 @@ from maxkernel_core.store import RunStore
 
 from maxkernel_core import optimize
 
+from ..browser import shot
 from ..helpers import run_cli
 from ..tpu_pallas.conftest import TASKS
 
@@ -68,7 +70,7 @@ def uninterrupted(tmp_path_factory):
     done = _graph_cli(folder)
     assert done.returncode == 0, done.stderr
     store = RunStore(folder / "home" / "runs.db")
-    return structure(store, store.list_runs(1)[0].id), _code(folder / "out" / "kernel.py")
+    return structure(store, store.list_runs(1)[0].id), _code(folder / "out" / "kernel.py"), folder / "home"
 
 
 def _code(kernel_py):
@@ -92,13 +94,40 @@ def test_killed_between_verdict_and_node_resumes_to_the_same_graph(tmp_path, uni
     assert len(store.nodes(run_id)) < killed_after  # the fault left a verdict without its node
     resumed = _graph_cli(tmp_path, resume=run_id)
     assert resumed.returncode == 0, resumed.stderr
-    graph, kernel = uninterrupted
+    graph, kernel, _ = uninterrupted
     assert structure(store, run_id) == graph
     assert _code(tmp_path / "out" / "kernel.py") == kernel
     codes = [c.code for c in store.candidates(run_id)]
     assert len(codes) == len(set(codes))  # no candidate judged twice
     edges = [(e.parent_id, e.child_id) for e in store.edges(run_id)]
     assert len(edges) == len(set(edges)) == len(store.nodes(run_id)) - 1
+
+
+def test_a_finished_graph_run_in_the_web_ui(uninterrupted, page):
+    """Open the run from the runs page, see its graph (verdict colours, the best path bold), click a node and
+    see its code and its diff against its parent."""
+    in_background = pytest.importorskip("maxkernel_ui.server", reason="the ui extra").in_background
+    graph, _, home = uninterrupted
+    store = RunStore(home / "runs.db")
+    run = store.list_runs(1)[0]
+    best = run.result["best"]["candidate"]["id"]
+    with in_background(str(home)) as url:
+        page.goto(url)
+        page.click(f"a[href='/runs/{run.id}']")
+        nodes = page.locator("svg.tree g.node")
+        assert nodes.count() == len(graph)
+        shot(page, "ui-run-graph")
+        assert page.locator("g.node[data-status=ok] rect").first.get_attribute("stroke") == "#2a7"
+        bold = page.locator("svg.tree rect[stroke-width='3']")
+        assert bold.count() >= 1 and page.locator(f"#node-{best} rect").get_attribute("stroke-width") == "3"
+        child = next(c for c in store.candidates(run.id) if c.parent_id)
+        page.click(f"#node-{child.id} a")
+        page.wait_for_selector("#diff")
+        assert page.locator("h1").inner_text() == f"Candidate {child.id}"
+        diff = page.locator("#diff").inner_text()
+        assert diff.startswith(f"--- {child.parent_id}") and re.search(r"^\+[A-Z_]+ = \d+", diff, re.MULTILINE)
+        assert "def computation" in page.locator("#code").inner_text()
+        shot(page, "ui-candidate")
 
 
 def test_the_budget_caps_a_concurrent_batch(tmp_path):

@@ -1,9 +1,8 @@
-"""The human-in-the-loop strategy, driven by a file of answers and by a person at a real terminal (pexpect)."""
+"""The human-in-the-loop strategy driven by a file of answers (a real terminal and a browser: tests/ui)."""
 
 from __future__ import annotations
 
 import re
-import sys
 
 import pytest
 from maxkernel_core.store import RunStore
@@ -50,46 +49,3 @@ def test_scripted_session_follows_feedback_and_records_every_decision(tmp_path):
     sizes = [c.parameters["BLOCK_ROWS"] for c in store.candidates(run.id)]
     assert sizes[:2] == [64, proposed[4]]  # (then the debugger may halve a block that overflows VMEM)
     assert run.status == "ok" and result.stdout.count("verdict:") == 2
-
-
-def _spawn(pexpect, tmp_path, *extra):
-    return pexpect.spawn(sys.executable, ["-m", "maxkernel_core", "run", "--task", str(TASKS / "rmsnorm"),
-                                          "--strategy", "hitl", "--provider", "offline", "--out", str(tmp_path / "out"),
-                                          *extra],
-                         env={"MAXKERNEL_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin", "TERM": "dumb",
-                              "PYTHONPATH": ":".join(sys.path), "TMPDIR": str(tmp_path)},
-                         encoding="utf-8", timeout=300)
-
-
-def test_session_in_a_real_terminal_interrupted_and_resumed(tmp_path):
-    pexpect = pytest.importorskip("pexpect")
-    child = _spawn(pexpect, tmp_path)
-    child.expect(r"Plan: \[a\]pprove")
-    child.sendline("x")  # not an answer: asked again
-    child.expect("please answer one of a, e, r")
-    child.sendline("help")
-    child.expect("r  reject: drop this plan")
-    child.sendline("a")
-    child.expect(r"Candidate: \[a\]ccept")
-    child.sendintr()  # Ctrl-C at the prompt: interrupted, not failed, and the resume command printed
-    child.expect(r"Interrupted\. run (run-[0-9a-f]+) is marked interrupted")
-    run_id = child.match.group(1)
-    child.expect(f"--resume {run_id}")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 130
-    store = RunStore(tmp_path / "home" / "runs.db")
-    assert store.get_run(run_id).status == "interrupted"
-    assert [d["kind"] for d in store.decisions(run_id)] == ["plan:approve"]
-
-    child = _spawn(pexpect, tmp_path, "--resume", run_id[4:9])  # a unique prefix of the id, without "run-"
-    child.expect(r"Plan: \[a\]pprove")
-    child.sendline("a")
-    child.expect(r"Candidate: \[a\]ccept")
-    child.sendline("s")
-    child.expect("Best kernel")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
-    assert [d["kind"] for d in store.decisions(run_id)] == ["plan:approve", "plan:approve", "candidate:stop"]
-    assert store.get_run(run_id).status == "ok" and len(store.list_runs()) == 1

@@ -1,4 +1,4 @@
-"""A real headless browser for the reports: Playwright from PyPI driving Debian's chromium (`make` installs it).
+"""A real headless browser for the reports and the web UI: Playwright from PyPI driving Debian's chromium (`make` installs it).
 
 Playwright's own browser download does not work here, so the tests name the
 system chromium (``executable_path``). Screenshots go to ``test-artifacts/``
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(os.environ.get("MAXKERNEL_TEST_ARTIFACTS", REPO / "test-artifacts"))
 CHROMIUM = os.environ.get("MAXKERNEL_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -40,3 +40,9 @@ def page(browser, request):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
     context.close()
+
+
+def shot(page, name: str) -> None:
+    """A named screenshot of what the page shows now (docs/ui.md shows these, copied to docs/images/)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.jpg"), type="jpeg", quality=70)
