@@ -93,6 +93,8 @@ def test_a_non_loopback_bind_needs_its_token(tmp_path):
             assert "HttpOnly" in first.headers["set-cookie"]
             page = client.get(base)
             assert page.status_code == 200 and "token:" in page.text  # decisions will be recorded as the token's
+        stale = httpx.get(url, cookies={"maxkernel_ui_token": "from-another-server"})
+        assert stale.status_code == 303  # a fresh token in the URL wins over a stale cookie
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -78,15 +78,16 @@ def _is_ip(name: str) -> bool:
 
 
 def given_token(scope, headers: dict[str, str]) -> tuple[str | None, bool]:
-    """The token a request carries (bearer header, cookie, or ``?token=``), and whether it came in the URL."""
+    """The token a request carries (``?token=``, a bearer header, or the cookie, in that order: a URL with a
+    fresh token wins over a cookie left by an earlier server), and whether it came in the URL."""
+    query = urllib.parse.parse_qs(scope.get("query_string", b"").decode())
+    if "token" in query:
+        return query["token"][0], True
     auth = headers.get("authorization", "")
     if auth.lower().startswith("bearer "):
         return auth[7:].strip(), False
     cookies = http.cookies.SimpleCookie(headers.get("cookie", ""))
-    if COOKIE in cookies:
-        return cookies[COOKIE].value, False
-    query = urllib.parse.parse_qs(scope.get("query_string", b"").decode())
-    return (query["token"][0], True) if "token" in query else (None, False)
+    return (cookies[COOKIE].value, False) if COOKIE in cookies else (None, False)
 
 
 class Guard:
