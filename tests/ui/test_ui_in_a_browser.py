@@ -100,24 +100,51 @@ def test_a_non_loopback_bind_needs_its_token(tmp_path):
         proc.wait(timeout=10)
 
 
-def test_bench_figure_links_tasks_and_compare_diffs_two_candidates(page, tmp_path):
+def test_bench_figures_link_tasks_and_compare_diffs_two_candidates(page, tmp_path):
     store, run_id = xss_run(tmp_path)
     bench = store.create_bench({"suite": "demo"})
-    for i, (task, speedup) in enumerate([("1p_gemm", 1.4), ("2p_attention", 0.7), ("3p_norm", None)]):
-        store.set_bench_task(bench, task, "correct" if speedup else "failed", run_id=run_id if i == 0 else None,
+    speedups = [1.4, 0.7, 2.5, 1.1, 0.9, 1.0, 3.1, 1.2, 0.5]
+    for i, speedup in enumerate([*speedups, None]):
+        store.set_bench_task(bench, f"{i + 1}p_task", "correct" if speedup else "failed",
+                             run_id=run_id if i == 0 else None,
                              result={"speedup": speedup, "speedup_kind": "estimated", "correct": bool(speedup),
-                                     "reason": "no kernel" if not speedup else ""})
+                                     "reason": "" if speedup else "no kernel", "roofline_fraction": 0.1 * (i + 1),
+                                     "arithmetic_intensity": 10.0 ** (i % 4)})
     with in_background(str(tmp_path)) as url:
         page.goto(f"{url}bench/{bench}")
         bars = page.locator("svg.bench-chart[data-kind=estimated] g.bar")
-        assert bars.count() == 2  # a task without a correct kernel is not drawn as a speedup
+        assert bars.count() == len(speedups)  # a task without a correct kernel is not drawn as a speedup
+        hist = page.locator("svg.bench-hist[data-kind=estimated] rect title").all_text_contents()
+        assert sorted(", ".join(hist).replace("none", "").replace(",", " ").split()) == sorted(
+            f"{i + 1}p_task" for i in range(len(speedups)))  # every correct task in exactly one bin
+        assert page.locator("svg.bench-roofline g.point").count() == len(speedups)
         shot(page, "ui-bench")
         page.click("th:has-text('speedup')")  # sortable
-        assert page.locator("table.tasks tbody tr").first.get_attribute("id") == "task-3p_norm"
-        page.click("g.bar[data-task='1p_gemm'] a")
+        assert page.locator("table.tasks tbody tr").first.get_attribute("id") == "task-10p_task"
+        page.click("svg.bench-roofline g.point[data-task='1p_task'] a")
+        page.wait_for_url(f"**/runs/{run_id}")
+        page.go_back()
+        page.click("g.bar[data-task='1p_task'] a")
         page.wait_for_url(f"**/runs/{run_id}")
         page.goto(f"{url}compare?a={run_id}/cand-xssroot00001&b={run_id}/cand-xsschild0001")
         diff = page.locator("pre.diff").inner_text()
         assert "-BLOCK = 8" in diff and "+BLOCK = 16" in diff
         assert page.locator("table.compare").inner_text().count("xss_task") == 2
         shot(page, "ui-compare")
+
+
+def test_several_hitl_runs_wait_at_once_and_each_answer_goes_to_its_own(tmp_path):
+    store = RunStore(tmp_path / "runs.db")
+    runs = [store.create_run(RunConfig(f"task{i}", "hitl", "offline")) for i in range(2)]
+    asked = [store.ask(r, "plan", {"summary": f"plan of {r}", "parameters": {}, "question": "Plan:",
+                                   "choices": {"a": "approve", "r": "reject"}, "help": {"approve": "", "reject": ""}})
+             for r in runs]
+    with in_background(str(tmp_path)) as url:
+        waiting = httpx.get(url).text
+        assert all(f'href="/runs/{r}#prompt"' in waiting for r in runs)
+        page = httpx.get(f"{url}runs/{runs[1]}").text
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+        assert f'action="/prompts/{asked[1]}"' in page and f"plan of {runs[1]}" in page
+        assert httpx.post(f"{url}prompts/{asked[1]}", data={"choice": "approve", "csrf": csrf}).status_code == 303
+        assert [p["run_id"] for p in store.open_prompts()] == [runs[0]]  # the other run still waits
+        assert f'href="/runs/{runs[1]}#prompt"' not in httpx.get(url).text

@@ -1,6 +1,7 @@
-"""The bench page's figure: one bar per task with a correct kernel, sorted, on a log2 speedup axis; each bar
-links to the task's run and names it on hover. Estimated and measured speedups are separate charts, never
-pooled (as in the HTML report)."""
+"""The bench page's figures, those of the HTML report made interactive: the speedup per task (one bar per
+task with a correct kernel, sorted, log2 axis), the speedup distribution (from ``MIN_FOR_HISTOGRAM`` tasks)
+and the roofline fraction against arithmetic intensity. Every bar or point names its task(s) on hover and
+links to the task's run. Estimated and measured figures are separate charts, never pooled."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any
 BAR, GAP, LEFT, RIGHT, TOP = 16, 4, 190, 40, 30
 WIDTH = 760
 COLOURS = {"estimated": "#4c72b0", "measured": "#55a868"}
+MIN_FOR_HISTOGRAM = 8
+PLOT_H = 220
 
 
 def _x(value: float, lo: int, hi: int) -> float:
@@ -47,11 +50,65 @@ def _chart(kind: str, rows: list[dict[str, Any]]) -> str:
     return "".join(parts)
 
 
+def _histogram(kind: str, rows: list[dict[str, Any]]) -> str:
+    """Tasks per half-octave of speedup; a bin names its tasks on hover."""
+    e = html.escape
+    bins: dict[int, list[str]] = {}
+    for r in rows:
+        bins.setdefault(math.floor(math.log2(r["speedup"]) * 2), []).append(r["task"])
+    lo, hi = min(min(bins), -1), max(max(bins), 1)
+    width = (WIDTH - LEFT - RIGHT) / (hi - lo + 1)
+    top = max(len(v) for v in bins.values())
+    parts = [f'<svg class="bench-hist" data-kind="{e(kind)}" width="{WIDTH}" height="{PLOT_H + 50}" role="img" '
+             f'aria-label="speedup distribution"><text x="{LEFT}" y="16" font-size="12">speedup distribution, '
+             f'{e(kind)}: tasks per half-octave (hover: which)</text>']
+    for b in range(lo, hi + 1):
+        x = LEFT + (b - lo) * width
+        names = bins.get(b, [])
+        h = PLOT_H * len(names) / top
+        parts.append(f'<rect x="{x:.1f}" y="{TOP + PLOT_H - h:.1f}" width="{width - 2:.1f}" height="{h:.1f}" '
+                     f'fill="{COLOURS.get(kind, "#888")}"><title>{e(", ".join(names) or "none")}</title></rect>')
+        if b % 2 == 0:
+            parts.append(f'<text x="{x:.1f}" y="{TOP + PLOT_H + 14}" font-size="10">{2.0 ** (b / 2):g}x</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _roofline(kind: str, rows: list[dict[str, Any]]) -> str:
+    """Fraction of the roofline reached against arithmetic intensity (log); a point links to its run."""
+    e = html.escape
+    logs = [math.log10(r["intensity"]) for r in rows]
+    lo, hi = math.floor(min(logs)), math.ceil(max(logs))
+    hi = max(hi, lo + 1)
+    span = WIDTH - LEFT - RIGHT
+    parts = [f'<svg class="bench-roofline" data-kind="{e(kind)}" width="{WIDTH}" height="{PLOT_H + 50}" role="img" '
+             f'aria-label="roofline fraction"><text x="{LEFT}" y="16" font-size="12">fraction of the roofline, '
+             f'{e(kind)}, against arithmetic intensity (FLOP/byte, log)</text>'
+             f'<line x1="{LEFT}" y1="{TOP + PLOT_H}" x2="{WIDTH - RIGHT}" y2="{TOP + PLOT_H}" stroke="#999"/>']
+    for k in range(lo, hi + 1):
+        x = LEFT + span * (k - lo) / (hi - lo)
+        parts.append(f'<text x="{x:.1f}" y="{TOP + PLOT_H + 14}" font-size="10" text-anchor="middle">{10.0 ** k:g}</text>')
+    for r, v in zip(rows, logs, strict=True):
+        x, y = LEFT + span * (v - lo) / (hi - lo), TOP + PLOT_H * (1 - min(r["roofline"], 1.0))
+        dot = (f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{COLOURS.get(kind, "#888")}"><title>'
+               f'{e(r["task"])}: {r["roofline"]:.0%} of roofline at {r["intensity"]:.3g} FLOP/byte</title></circle>')
+        parts.append(f'<g class="point" data-task="{e(r["task"])}">'
+                     + (f'<a href="/runs/{e(r["run"])}">{dot}</a>' if r.get("run") else dot) + "</g>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
 def speedup_bars(tasks: list[dict[str, Any]]) -> list[str]:
-    """One chart per kind of figure ("estimated", "measured") over the tasks with a correct kernel."""
+    """Per kind of figure ("estimated", "measured") over the tasks with a correct kernel: the bars, the
+    distribution (from MIN_FOR_HISTOGRAM tasks) and the roofline scatter (where the model gave one)."""
     charts = []
     for kind in ("estimated", "measured"):
         rows = [t for t in tasks if t["correct"] and t["speedup"] and (t["kind"] or "estimated") == kind]
         if rows:
             charts.append(_chart(kind, rows))
+        if len(rows) >= MIN_FOR_HISTOGRAM:
+            charts.append(_histogram(kind, rows))
+        roof = [t for t in rows if t.get("roofline") is not None and t.get("intensity")]
+        if roof:
+            charts.append(_roofline(kind, roof))
     return charts

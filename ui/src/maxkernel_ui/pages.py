@@ -147,7 +147,7 @@ def compare_view(store, a: str, b: str) -> dict[str, Any]:
 
 
 def bench_view(store, bench_id: str) -> dict[str, Any]:
-    """A bench's tasks with their runs and speedups, and an interactive bar per task (bench_svg)."""
+    """A bench's tasks with their runs and speedups, and the report's figures made interactive (charts.py)."""
     from .charts import speedup_bars
 
     bench = store.get_bench(bench_id)
@@ -156,5 +156,6 @@ def bench_view(store, bench_id: str) -> dict[str, Any]:
         result = t.get("result") or {}
         tasks.append({"task": task_id, "status": t["status"], "run": t.get("run_id"),
                       "speedup": result.get("speedup"), "kind": result.get("speedup_kind") or "",
-                      "correct": bool(result.get("correct")), "reason": result.get("reason") or ""})
+                      "correct": bool(result.get("correct")), "reason": result.get("reason") or "",
+                      "roofline": result.get("roofline_fraction"), "intensity": result.get("arithmetic_intensity")})
     return {"bench": bench, "tasks": tasks, "chart": speedup_bars(tasks)}
