@@ -49,7 +49,9 @@ def test_no_valid_candidate_is_said_and_exit_1(tmp_path):
 
 def test_killed_run_resumes_without_re_evaluating(tmp_path):
     home = tmp_path / "home"
-    args = ["run", "--task", str(TASKS / "rmsnorm"), "--provider", "offline", "--out", str(tmp_path / "out")]
+    # (a budget of 4 is stored with the run and holds when it resumes: two verdicts before the kill, two after)
+    args = ["run", "--task", str(TASKS / "rmsnorm"), "--provider", "offline", "--out", str(tmp_path / "out"),
+            "--budget", "4"]
     # killed as soon as two verdicts are stored
     store, run_id = run_until_killed(args, home, lambda s, run: len(s.evaluations(run)) >= 2, timeout=300)
     before = [e.candidate_id for e in store.evaluations(run_id)]
@@ -63,4 +65,4 @@ def test_killed_run_resumes_without_re_evaluating(tmp_path):
     code_of = {c.id: c.code for c in store.candidates(run_id)}
     codes = [code_of[cid] for cid in after if not cid.endswith("-confirm")]
     assert len(codes) == len(set(codes))  # nothing evaluated twice (the final re-check aside)
-    assert store.get_run(run_id).status == "ok"
+    assert store.get_run(run_id).status == "ok" and len([c for c in after if not c.endswith("-confirm")]) <= 4
