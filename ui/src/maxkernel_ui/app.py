@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import secrets
 import sys
 import urllib.parse
 from pathlib import Path
@@ -27,8 +28,6 @@ from .render import render
 from .security import Access, Guard, same_origin
 
 DETAIL_LIMIT = 4000
-#: where a page's live fragment goes: the page's head is sent before the fragment is rendered
-SPLIT = "\x00maxkernel-live\x00"
 
 
 class UI:
@@ -39,6 +38,9 @@ class UI:
         self.watcher = Watcher(store.path)
         self.cache = PageCache()
         self.records = pages.RecordCache(store)
+        # where a page's live fragment goes (its head is sent before the fragment is rendered): a marker no
+        # text from the store can contain, since nobody knows it
+        self.split = f"<!--{secrets.token_hex(16)}-->"
 
     def page(self, request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
         return HTMLResponse(render(template, who=self._who(request), csrf=self.access.csrf, **values),
@@ -63,7 +65,7 @@ class UI:
         if self.cache.has(page_key):
             return compressed(request, await self.cache.get(page_key, str))
         head, tail = render(template, who=self._who(request), csrf=self.access.csrf, version=version,
-                            live=Markup(SPLIT), **values).split(SPLIT)
+                            live=Markup(self.split), **values).split(self.split)
 
         async def body():
             yield head.encode()

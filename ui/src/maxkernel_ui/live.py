@@ -148,7 +148,7 @@ class Page:
 class PageCache:
     """Rendered pages by (page, fingerprint); concurrent requests for the same one wait for a single render."""
 
-    def __init__(self, size: int = 64) -> None:
+    def __init__(self, size: int = 32) -> None:  # a 2,000-candidate page is ~1.5 MB: at most ~100 MB kept
         self._pages: OrderedDict[tuple, Page] = OrderedDict()
         self._locks: dict[tuple, asyncio.Lock] = {}
         self.size = size
