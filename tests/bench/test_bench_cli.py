@@ -16,7 +16,7 @@ import pytest
 from maxkernel_core.store import RunStore
 
 from ..helpers import run_cli
-from ..tpu_pallas.conftest import KERNELS, TASKS, kernel_source
+from ..tpu_pallas.conftest import TASKS, kernel_source
 
 pytestmark = pytest.mark.slow
 
@@ -111,9 +111,9 @@ def test_bench_with_a_strategy_runs_each_task_as_a_run(tmp_path):
     assert (out / "tasks" / "test_rmsnorm" / "report.html").exists()
     assert task["task_id"] == "test_rmsnorm" and task["evaluations"] >= 1 and task["run_id"].startswith("run-")
     assert (out / "tasks" / "test_rmsnorm" / "kernel.py").exists() and task["kernel"].endswith("kernel.py")
-    judged = run_cli("eval", "--task", str(TASKS / "rmsnorm"), "--kernel", task["kernel"],
-                     env={"MAXKERNEL_HOME": str(tmp_path / "home")})
-    assert judged.returncode == 0, judged.stdout
+    # (that the kernel file a run writes passes `maxkernel eval` on its own is test_run.py's; a bench writes it
+    # with the same write_outputs)
+    assert (out / "tasks" / "test_rmsnorm" / "kernel.py").read_text().startswith('"""Best kernel of maxkernel run')
 
 
 def test_unknown_suite_and_empty_selection_are_one_line_errors(tmp_path):
