@@ -70,6 +70,8 @@ class Watcher:
         return self.prints[key]
 
     def _poll(self) -> list[str]:
+        if not self._watchers:  # nobody is watching a page: nothing to look at (an idle server costs nothing)
+            return []
         with self._lock:
             version = self._conn.execute("PRAGMA data_version").fetchone()[0]
         if version == self._data_version:
@@ -101,6 +103,8 @@ class Watcher:
 
     async def events(self, key: str, is_disconnected: Callable):
         """Server-sent events for one page: its fingerprint now, then each time it changes."""
+        if not self._watchers.get(key):
+            self.prints.pop(key, None)  # not kept up to date while nobody watched: computed afresh below
         self._watchers[key] = self._watchers.get(key, 0) + 1
         try:
             last = await self.current(key)
