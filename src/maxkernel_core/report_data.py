@@ -55,15 +55,19 @@ def best_code(result, candidates: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def best_path(result, candidates: dict[str, Any]) -> list[str]:
-    """The best kernel and its ancestors, root first."""
+def ancestry(node: str | None, candidates: dict[str, Any]) -> list[str]:
+    """``node`` and its ancestors through ``parent_id``, root first (empty for None)."""
     path, seen = [], set()
-    node = result.best.candidate.id if result.best else None
     while node and node in candidates and node not in seen:
         seen.add(node)
         path.append(node)
         node = candidates[node].parent_id
     return path[::-1]
+
+
+def best_path(result, candidates: dict[str, Any]) -> list[str]:
+    """The best kernel and its ancestors, root first."""
+    return ancestry(result.best.candidate.id if result.best else None, candidates)
 
 
 def report_data(result, config, store) -> dict[str, Any]:

@@ -79,10 +79,10 @@ class UI:
     # --- pages ---------------------------------------------------------------
 
     async def runs(self, request: Request) -> Response:
-        q = {k: request.query_params.get(k, "") for k in ("task", "strategy", "status")}
+        q, key = _runs_filters(request)
         view = pages.runs_view(self.store, **q) if request.url.path == "/" else {}
         query = urllib.parse.urlencode({k: v for k, v in q.items() if v})
-        return await self.live_page(request, f"runs?{sorted(q.items())}", "_runs_live.html", lambda: self._runs(q),
+        return await self.live_page(request, key, "_runs_live.html", lambda: self._runs(q),
                                     "runs.html", query=query, **view)
 
     def _runs(self, q: dict[str, str]) -> dict[str, Any]:
@@ -111,7 +111,7 @@ class UI:
         view: dict[str, Any] = {"a": a, "b": b, "left": None, "error": None}
         if a and b:
             try:
-                view.update(pages.compare_view(self.store, a, b))
+                view.update(pages.compare_view(self.store, a, b, self.records))
             except StoreError as exc:
                 view["error"] = str(exc)
         return self.page(request, "compare.html", **view)
@@ -126,8 +126,7 @@ class UI:
 
     async def events(self, request: Request) -> Response:
         kind, ident = request.path_params["kind"], request.path_params.get("ident", "")
-        key = "runs?" + str(sorted({k: request.query_params.get(k, "") for k in ("task", "strategy", "status")}
-                                   .items())) if kind == "runs" else f"{kind}:{ident}"
+        key = _runs_filters(request)[1] if kind == "runs" else f"{kind}:{ident}"
         return StreamingResponse(self.watcher.events(key, request.is_disconnected), media_type="text/event-stream",
                                  headers={"cache-control": "no-store", "x-accel-buffering": "no"})
 
@@ -166,6 +165,12 @@ class UI:
         if self.audit is not None:
             with contextlib.suppress(OSError), self.audit.open("a") as f:
                 f.write(line + "\n")
+
+
+def _runs_filters(request: Request) -> tuple[dict[str, str], str]:
+    """The runs page's filters and its live key (the page and its event stream must name the same one)."""
+    q = {k: request.query_params.get(k, "") for k in ("task", "strategy", "status")}
+    return q, f"runs?{sorted(q.items())}"
 
 
 def compressed(request: Request, page: Page) -> Response:

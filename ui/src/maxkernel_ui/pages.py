@@ -11,7 +11,7 @@ import json
 import threading
 from typing import Any
 
-from maxkernel_core.report_data import candidate_rows
+from maxkernel_core.report_data import ancestry, candidate_rows
 from maxkernel_core.report_html import tree_nodes
 from maxkernel_core.report_svg import progress_svg
 
@@ -69,23 +69,20 @@ def _best_id(run, rows: list[dict[str, Any]]) -> str | None:
     return min(timed, key=lambda r: r["seconds"])["candidate"] if timed else None
 
 
-def _path(best: str | None, candidates: dict[str, Any]) -> list[str]:
-    path, node = [], best
-    while node and node in candidates and node not in path:
-        path.append(node)
-        node = candidates[node].parent_id
-    return path[::-1]
+def _verdicts(store, run_id: str, records: RecordCache | None):
+    """(run, candidates by id, one row per verdict, the best candidate's id)."""
+    run = store.get_run(run_id)
+    candidates, evaluations = (records or RecordCache(store)).get(run.id)
+    rows = candidate_rows(evaluations, candidates)
+    return run, candidates, rows, _best_id(run, rows)
 
 
 def run_view(store, run_id: str, records: RecordCache | None = None) -> dict[str, Any]:
     """A run as it stands: graph by parent, progress, candidates, open question, decisions."""
-    run = store.get_run(run_id)
-    candidates, evaluations = (records or RecordCache(store)).get(run.id)
-    rows = candidate_rows(evaluations, candidates)
+    run, candidates, rows, best = _verdicts(store, run_id, records)
     judged = {r["candidate"] for r in rows}
     pending = [c for c in candidates.values() if c.id not in judged]  # implemented, verdict not in yet
-    best = _best_id(run, rows)
-    path = _path(best, candidates)
+    path = ancestry(best, candidates)
     nodes = tree_nodes(rows) + [{"id": c.id, "parent": c.parent_id, "status": "", "label": "being judged",
                                  "edge": c.provenance.transformation or c.provenance.role} for c in pending]
     prompts = store.open_prompts(run.id)
@@ -127,19 +124,18 @@ def candidate_view(store, run_id: str, candidate_id: str) -> dict[str, Any] | No
     }
 
 
-def _side(store, ref: str) -> dict[str, Any]:
+def _side(store, ref: str, records: RecordCache | None) -> dict[str, Any]:
     """A compared thing: ``RUN`` (its best kernel) or ``RUN/CANDIDATE``."""
     run_ref, _, cand_ref = ref.partition("/")
-    view = run_view(store, run_ref)
-    cand_id = cand_ref or view["best"]
-    rows = [r for r in view["rows"] if r["candidate"] == cand_id]
-    candidates = {c.id: c for c in store.candidates(view["run"].id)}
-    return {"ref": ref, "run": view["run"], "candidate": candidates.get(cand_id), "row": rows[-1] if rows else None,
-            "evaluations": len(view["rows"]), "verified": sum(r["status"] == "ok" for r in view["rows"])}
+    run, candidates, rows, best = _verdicts(store, run_ref, records)
+    cand_id = cand_ref or best
+    mine = [r for r in rows if r["candidate"] == cand_id]
+    return {"ref": ref, "run": run, "candidate": candidates.get(cand_id), "row": mine[-1] if mine else None,
+            "evaluations": len(rows), "verified": sum(r["status"] == "ok" for r in rows)}
 
 
-def compare_view(store, a: str, b: str) -> dict[str, Any]:
-    left, right = _side(store, a), _side(store, b)
+def compare_view(store, a: str, b: str, records: RecordCache | None = None) -> dict[str, Any]:
+    left, right = _side(store, a, records), _side(store, b, records)
     code = None
     if left["candidate"] and right["candidate"]:
         code = diff(left["candidate"].code, right["candidate"].code, left["candidate"].id, right["candidate"].id)
