@@ -11,6 +11,7 @@ from jax import export
 from maxkernel_tpu_pallas.judge import program
 from maxkernel_tpu_pallas.judge.check_job import mirrors
 from maxkernel_tpu_pallas.judge.hlo_work import UNBOUNDED_TRIPS, program_work
+from maxkernel_tpu_pallas.tpu_platform import TPU
 
 from .conftest import KERNELS, kernel_source
 
@@ -20,7 +21,7 @@ DOT = 2 * 128 * 256 * 128
 
 
 def work_of(fn, *shapes, platform="tpu"):
-    return program_work(export.export(jax.jit(fn), platforms=[platform])(*shapes).mlir_module())
+    return program_work(export.export(jax.jit(fn), platforms=[platform])(*shapes).mlir_module(), platform=TPU)
 
 
 def test_a_static_loop_counts_every_trip_and_a_data_dependent_one_its_worst_case():
@@ -58,8 +59,8 @@ def test_mosaic_kernels_and_their_interpret_twin_agree(kernel):
     shapes = ([X, W] if kernel == "honest_matmul.py"
               else [X, W, jax.ShapeDtypeStruct((128,), jnp.float32)])
     closed = jax.make_jaxpr(module["computation"])(*shapes)
-    tpu = program_work(export.deserialize(bytearray(program.export_tpu(closed, "v5e"))).mlir_module())
-    cpu = program_work(export.deserialize(bytearray(program.export_cpu_interpret(closed))).mlir_module())
+    tpu = program_work(export.deserialize(bytearray(program.export_tpu(closed, "v5e"))).mlir_module(), platform=TPU)
+    cpu = program_work(export.deserialize(bytearray(program.export_cpu_interpret(closed))).mlir_module(), platform=TPU)
     assert tpu["pallas_calls"] == cpu["pallas_calls"] == 1
     assert tpu["kernel_flops"] == cpu["kernel_flops"] == DOT and tpu["kernels"][0]["grid"]
     assert mirrors(cpu, tpu) is None
@@ -80,21 +81,21 @@ ATTN = [jax.ShapeDtypeStruct(s, jnp.float32) for s in [(128, 256), (256, 128), (
 
 def test_the_owned_scope_of_the_reference_is_counted_apart_and_its_dots_are_marked():
     text = export.export(jax.jit(projection_then_attention), platforms=["tpu"])(*ATTN).mlir_module()
-    work = program_work(text, "attention")
+    work = program_work(text, "attention", platform=TPU)
     scores = 2 * 2 * 4 * 64 * 64 * 128
     assert work["glue_flops"] == DOT + scores and work["owned_flops"] == scores
     assert work["owned_elementwise"] == 2 * 4 * 64 * 64  # the exp inside the scope
     assert sorted((d["shape"], d["owned"]) for d in work["glue_dots"]) == [
         ("1x256x128x128", False), ("8x128x64x64", True)]
-    assert "owned_flops" not in program_work(text)  # a candidate's scopes are never read
+    assert "owned_flops" not in program_work(text, platform=TPU)  # a candidate's scopes are never read
 
 
 def test_the_proof_allows_the_references_unowned_dots_and_nothing_in_their_place():
     from maxkernel_tpu_pallas.judge.proof import verdict
 
     text = export.export(jax.jit(projection_then_attention), platforms=["tpu"])(*ATTN).mlir_module()
-    reference = program_work(text, "attention")
-    as_written = {**program_work(text), "pallas_calls": 1}  # the projection left in XLA is the reference's own
+    reference = program_work(text, "attention", platform=TPU)
+    as_written = {**program_work(text, platform=TPU), "pallas_calls": 1}  # the projection left in XLA is the reference's own
     assert verdict({**as_written, "glue_flops": DOT, "glue_dots": as_written["glue_dots"][:1],
                     "glue_elementwise": 0}, reference)[0]
     # The same FLOPs as the projection, but the attention's dot: it does not match, and it is over 2%.

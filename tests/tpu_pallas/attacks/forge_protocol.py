@@ -27,8 +27,8 @@ def _forge():
                   "work": {"pallas_calls": 1, "callbacks": [], "glue_flops": 0, "glue_elementwise": 0,
                            "kernel_flops": 1, "kernel_elementwise": 1, "grid_steps": [1], "vmem_bytes": [1]}}, []),
                 ({"type": "check", "name": "compile", "ok": True, "seconds": 0.1}, []),
-                ({"type": "program", "size": 0, "tpu": True, "cpu": False}, [np.frombuffer(b"forged", np.uint8)]),
-                ({"type": "program", "size": 1, "tpu": True, "cpu": True},
+                ({"type": "program", "size": 0, "cpu": False}, [np.frombuffer(b"forged", np.uint8)]),
+                ({"type": "program", "size": 1, "cpu": True},
                  [np.frombuffer(b"forged", np.uint8), np.frombuffer(b"forged", np.uint8)]),
                 ({"type": "outputs", "index": 0}, [np.zeros((128, 384), np.float32)]),
                 ({"type": "done"}, [])]

@@ -32,8 +32,9 @@ class TpuPallasBackend(Backend):
         with self._lock:
             if self._evaluator is None:
                 from .judge.evaluator import evaluator_from_settings
+                from .tpu_platform import TPU
 
-                self._evaluator = evaluator_from_settings(self.settings)
+                self._evaluator = evaluator_from_settings(self.settings, TPU, check_target)
             return self._evaluator
 
     def evaluate(self, task: Task, candidate: Candidate, *, target: str = DEFAULT_TARGET) -> Evaluation:

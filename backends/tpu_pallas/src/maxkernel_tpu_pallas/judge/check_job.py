@@ -14,7 +14,6 @@ this process, so none can run.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 from collections.abc import Callable
 
@@ -23,8 +22,9 @@ import numpy as np
 from jax import export
 
 from . import proof
-from .compile import compiled_figures, trim_error
+from .compile import trim_error
 from .hlo_work import program_work
+from .platform import Platform, load_platform
 
 Emit = Callable[..., None]
 #: The CPU program may spend this much more glue element-work than the TPU program it mirrors
@@ -37,19 +37,20 @@ def _load(blob: np.ndarray) -> export.Exported:
     return export.deserialize(bytearray(np.asarray(blob, dtype=np.uint8).tobytes()))
 
 
-def _work(exported: export.Exported) -> dict[str, Any]:
-    return program_work(exported.mlir_module())
+def _work(exported: export.Exported, platform: Platform) -> dict[str, Any]:
+    return program_work(exported.mlir_module(), platform=platform)
 
 
 def _signatures(work: dict[str, Any]) -> list[tuple]:
     return sorted((tuple(k["operands"]), tuple(k["results"])) for k in work["kernels"])
 
 
-def mirrors(cpu: dict[str, Any], tpu: dict[str, Any]) -> str | None:
-    """Why the CPU program is not the TPU program's twin, or None when it is."""
+def mirrors(cpu: dict[str, Any], tpu: dict[str, Any], label: str = "TPU") -> str | None:
+    """Why the CPU program is not the device program's twin (``tpu``: the device program's work, ``label``
+    its chip family), or None when it is."""
     if _signatures(cpu) != _signatures(tpu):
-        return (f"its kernels differ: {len(cpu['kernels'])} in the CPU program, {len(tpu['kernels'])} in the TPU "
-                "program, or their operand/result types differ")
+        return (f"its kernels differ: {len(cpu['kernels'])} in the CPU program, {len(tpu['kernels'])} in the "
+                f"{label} program, or their operand/result types differ")
     if abs(cpu["glue_flops"] - tpu["glue_flops"]) > 0.01 * max(tpu["glue_flops"], 1):
         return f"its matmul work outside kernels differs ({cpu['glue_flops']:.3g} vs {tpu['glue_flops']:.3g} FLOPs)"
     if cpu["glue_elementwise"] > GLUE_SLACK * tpu["glue_elementwise"] + GLUE_SLACK_ELEMENTS:
@@ -61,48 +62,32 @@ def mirrors(cpu: dict[str, Any], tpu: dict[str, Any]) -> str | None:
     return None
 
 
-def _compile(exported: export.Exported, target: str) -> dict[str, Any]:
-    from jax.sharding import SingleDeviceSharding
-
-    from .compile import target_device
-
-    start = time.monotonic()
-    try:
-        device = target_device(target)
-        sharding = SingleDeviceSharding(device)
-        args = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding) for a in exported.in_avals]
-        with jax.default_device(device):
-            compiled = jax.jit(exported.call).lower(*args).compile()
-    except Exception as exc:
-        return {"ok": False, "seconds": time.monotonic() - start, "error": trim_error(exc, "candidate.py")}
-    return compiled_figures(compiled, device, start)
-
-
 def run_check(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
     n_blobs = job["n_blobs"]
     blobs, inputs = arrays[:n_blobs], arrays[n_blobs:]
-    layout = job["programs"]  # per size: {"tpu": blob index, "cpu": blob index or None}
+    layout = job["programs"]  # per size: {"device": blob index, "cpu": blob index or None}
+    platform = load_platform(job["platform"])
     stage("work accounting")
-    full = _load(blobs[layout[0]["tpu"]])
-    work = _work(full)
+    full = _load(blobs[layout[0]["device"]])
+    work = _work(full, platform)
     emit({"type": "work", "size": 0, "work": work})
     if not proof.verdict(work, job["reference_work"][0])[0]:
         return  # refused whatever compiles: the parent says why, and no compile is spent on it
     stage("compile")
-    emit({"type": "check", "name": "compile", **_compile(full, job["target"])})
+    emit({"type": "check", "name": "compile", **platform.compile_exported(full, job["target"])})
     runners = {}
     for size, where in enumerate(layout[1:], start=1):
         stage(f"cross-check, size {size}")
-        tpu_work = _work(_load(blobs[where["tpu"]]))
+        device_work = _work(_load(blobs[where["device"]]), platform)
         cpu_program = _load(blobs[where["cpu"]])
-        why = mirrors(_work(cpu_program), tpu_work)
-        emit({"type": "work", "size": size, "work": tpu_work, "mirror": why})
-        if why or not proof.verdict(tpu_work, job["reference_work"][size])[0]:
+        why = mirrors(_work(cpu_program, platform), device_work, platform.label)
+        emit({"type": "work", "size": size, "work": device_work, "mirror": why})
+        if why or not proof.verdict(device_work, job["reference_work"][size])[0]:
             return
         runners[size] = jax.jit(cpu_program.call)
     _correctness(job["sets"], inputs, runners, emit, stage)
     if job.get("timing"):
-        _timing(full, job, emit, stage)
+        _timing(full, job, platform, emit, stage)
 
 
 def _correctness(sets, inputs, runners, emit: Emit, stage: Callable[[str], None]) -> None:
@@ -120,19 +105,18 @@ def _correctness(sets, inputs, runners, emit: Emit, stage: Callable[[str], None]
         emit({"type": "outputs", "index": index}, outputs)
 
 
-def _timing(full: export.Exported, job: dict[str, Any], emit: Emit, stage: Callable[[str], None]) -> None:
-    """Device time of the very program that was proven and compiled (TPU hosts only; untested here)."""
+def _timing(full: export.Exported, job: dict[str, Any], platform: Platform, emit: Emit,
+            stage: Callable[[str], None]) -> None:
+    """Device time of the very program that was proven and compiled (hosts with the chip only; untested here)."""
     from pathlib import Path
 
     from . import inputs as task_inputs
     from .task_module import load_task_module
-    from .timing import time_on_device
-
     stage("timing")
     try:
         reference = load_task_module(job["task"], "maxkernel_reference_task")
         (dyn, _static), *_ = task_inputs.call_inputs(reference, job["task"], size="full", seed=None)
-        timing, out = time_on_device(full.call, dyn, trace_root=Path(job["scratch"]) / "trace")
+        timing, out = platform.time_on_device(full.call, dyn, trace_root=Path(job["scratch"]) / "trace")
     except Exception as exc:
         emit({"type": "timing", "ok": False, "error": trim_error(exc, "candidate.py")})
         return

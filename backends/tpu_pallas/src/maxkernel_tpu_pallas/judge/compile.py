@@ -64,6 +64,20 @@ def trim_error(exc: BaseException, source_file: str) -> dict[str, Any]:
     return {"kind": kind, "type": type(exc).__name__, "message": message[:MAX_MESSAGE], "line": line}
 
 
+def compile_exported(exported, target: str) -> dict[str, Any]:
+    """A candidate's exported program compiled for ``target`` (its figures, or the compiler's error)."""
+    start = time.monotonic()
+    try:
+        device = target_device(target)
+        sharding = SingleDeviceSharding(device)
+        args = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding) for a in exported.in_avals]
+        with jax.default_device(device):
+            compiled = jax.jit(exported.call).lower(*args).compile()
+    except Exception as exc:
+        return {"ok": False, "seconds": time.monotonic() - start, "error": trim_error(exc, "candidate.py")}
+    return compiled_figures(compiled, device, start)
+
+
 def start_compile(fn, shapes: list[jax.ShapeDtypeStruct], target: str, source_file: str, *,
                   precision: str = "default", glue_only: bool = True):
     """Lower ``fn`` here (candidate Python runs in this thread), compile in the background. ``precision`` is the

@@ -8,11 +8,14 @@ checker sandbox that never imported the candidate (``check_job``):
 1. load & trace at every size (abstract inputs)     -> compile_error on failure
    (threads or processes left running after it      -> rejected)
 2. proof of kernel, from the checker's count of the
-   exported TPU program against the reference's     -> rejected
-3. TPU compile of that program for the target        -> compile_error, with Mosaic's message
-4. the CPU interpret program held against the TPU
+   exported device program against the reference's  -> rejected
+3. compile of that program for the target            -> compile_error, with the compiler's message
+4. the CPU interpret program held against the device
    program, then run on several input sets           -> rejected / incorrect
-5. device timing of the TPU program (TPU only)       -> never claimed on CPU
+5. device timing of that program (with the chip only) -> never claimed on CPU
+
+What is chip-specific (lowering, compile, kernels, figures, cost model) is the
+backend's ``Platform`` (``platform.py``); the TPU's is the default.
 
 plus, around all of it: integrity (no patched libraries) -> rejected; a hang ->
 timeout; a dead worker -> crashed. The first failing check decides.
@@ -28,10 +31,8 @@ import numpy as np
 from attrs import field, frozen
 from maxkernel_core import Candidate, Evaluation, Fit, Task, TaskError
 
-from ..profiling.costmodel import estimate as cost_estimate
-from ..profiling.vmem import VMEM_HEADROOM, fits_vmem
 from ..sandbox.pool import JobOutcome, Limits, WorkerPool
-from ..targets import check_target
+from .platform import Platform, load_platform
 from .verdict import Verdict, crash_reason
 
 #: A task without its own small size is checked on CPU at full size while one input set (every input of one
@@ -61,19 +62,18 @@ class ReferenceData:
     target: str = "v5e"
     #: the reference's full-size program fingerprint (the tuned table's key)
     signature: str = ""
+    #: the chip's judge facts (its cost model estimates XLA's reference)
+    judge_platform: Platform | None = field(default=None, eq=False, repr=False)
     _memo: dict[str, Any] = field(factory=dict, eq=False, repr=False)
 
     @property
     def xla_estimate(self):
         """The speed model's estimate of the XLA reference on the target (``xla_model``): the same kind of
         estimate as a candidate's, from the compiled program's ops, at the precision the task needs."""
-        if not self.xla or not self.xla.get("ok") or "ops" not in (self.xla.get("program") or {}):
+        if not self.xla or not self.xla.get("ok") or self.judge_platform is None:
             return None
         if "xla" not in self._memo:
-            from ..profiling.params import model_params
-            from ..profiling.xla_model import estimate_program
-
-            self._memo["xla"] = estimate_program(self.xla["program"], self.xla["chip"], model_params(self.target))
+            self._memo["xla"] = self.judge_platform.xla_estimate(self.xla, self.target)
         return self._memo["xla"]
 
     @property
@@ -93,8 +93,11 @@ class Evaluator:
     """Judges candidates for one backend instance; thread-safe, workers shared."""
 
     def __init__(self, limits: Limits | None = None, fresh_inputs: int = 3, spares: int = 1,
-                 reference_timeout_s: float = 900.0, reference_compile_timeout_s: float = 240.0) -> None:
+                 reference_timeout_s: float = 900.0, reference_compile_timeout_s: float = 240.0,
+                 check_target=None) -> None:
         self.limits = limits or Limits()
+        self.platform: Platform = load_platform(self.limits.platform)
+        self.check_target = check_target or (lambda target: target)
         self.fresh_inputs = fresh_inputs
         self.reference_timeout_s = reference_timeout_s
         self.reference_compile_timeout_s = reference_compile_timeout_s
@@ -114,7 +117,7 @@ class Evaluator:
             if key in self._references:
                 return self._references[key]
         size = "small" if "small" in task.sizes else "full"
-        job = {"kind": "reference", "task": task.metadata, "fresh": self.fresh_inputs, "size": size, "target": target,
+        job = {"kind": "reference", "platform": self.platform.spec, "task": task.metadata, "fresh": self.fresh_inputs, "size": size, "target": target,
                "max_full_input_bytes": FULL_SIZE_CPU_INPUT_BYTES, "timing": True,
                "compile_timeout_s": self.reference_compile_timeout_s, "atol": task.atol, "rtol": task.rtol}
         self.pool.warm_up()  # candidate workers warm while the reference runs
@@ -140,7 +143,8 @@ class Evaluator:
         data = ReferenceData(header["full_shapes"], header["static_full"], header["work"], header.get("flops"),
                              sets, inputs, outputs, header.get("platform", "cpu"), header.get("note", ""),
                              timing[0] if timing else None, timing[1] if timing else None, header.get("xla"),
-                             header["program_work"], header["check_sizes"], target, header.get("signature", ""))
+                             header["program_work"], header["check_sizes"], target, header.get("signature", ""),
+                             self.platform)
         with self._lock:
             self._references[key] = data
         return data
@@ -148,9 +152,9 @@ class Evaluator:
     # --- a candidate --------------------------------------------------------------
 
     def evaluate(self, task: Task, candidate: Candidate, *, target: str) -> Evaluation:
-        check_target(target)
+        self.check_target(target)
         ref = self.reference(task, target)
-        job = {"kind": "trace", "target": target, "full_shapes": ref.full_shapes, "static_full": ref.static_full,
+        job = {"kind": "trace", "platform": self.platform.spec, "target": target, "full_shapes": ref.full_shapes, "static_full": ref.static_full,
                "check_sizes": ref.check_sizes, "entry": task.metadata.get("entry", "computation"),
                "wrap": task.metadata.get("wrap", "")}
         traced = self.pool.run_untrusted(job, [], files={"candidate.py": candidate.code})
@@ -161,45 +165,48 @@ class Evaluator:
         tracer sandbox (no export, no compile); None when the trace does not describe them (the full
         evaluation will say why)."""
         ref = self.reference(task, target)
-        job = {"kind": "trace", "target": target, "full_shapes": ref.full_shapes, "static_full": ref.static_full,
-               "check_sizes": [], "describe_only": True, "entry": task.metadata.get("entry", "computation"),
+        job = {"kind": "trace", "platform": self.platform.spec, "target": target, "full_shapes": ref.full_shapes,
+               "static_full": ref.static_full, "check_sizes": [], "describe_only": True, "entry": task.metadata.get("entry", "computation"),
                "wrap": task.metadata.get("wrap", "")}
         traced = self.pool.run_untrusted(job, [], files={"candidate.py": candidate.code})
         described = traced.last("kernels")
         if traced.status != "done" or described is None or "error" in described[0] or not described[0]["kernels"]:
             return None
-        est = cost_estimate(described[0]["kernels"], described[0]["chip"], target,
-                            reference_flops=ref.program_work[0].get("glue_flops"), ideal_f32_passes=ref.needed_passes)
+        est = self.platform.estimate(described[0]["kernels"], described[0]["chip"], target,
+                                     reference_flops=ref.program_work[0].get("glue_flops"),
+                                     ideal_f32_passes=ref.needed_passes)
         worst = max(est.kernels, key=lambda k: k.vmem_bytes / max(k.vmem_limit_bytes, 1))
-        fits = fits_vmem(est)
-        reason = (f"{worst.name}'s blocks need {worst.vmem_bytes / 2**20:.1f} MiB of VMEM, "
-                  f"{'within' if fits else 'over'} {VMEM_HEADROOM:.0%} of its {worst.vmem_limit_bytes / 2**20:.0f} MiB "
-                  "limit (cost-model estimate)")
+        fits = self.platform.fits(est)
+        reason = (f"{worst.name}'s blocks need {worst.vmem_bytes / 2**20:.1f} MiB of {self.platform.memory_name}, "
+                  f"{'within' if fits else 'over'} {self.platform.memory_headroom:.0%} of its "
+                  f"{worst.vmem_limit_bytes / 2**20:.{self.platform.limit_digits}f} MiB limit (cost-model estimate)")
         return Fit(fits, worst.vmem_bytes, worst.vmem_limit_bytes, reason)
 
     def check(self, task: Task, target: str, ref: ReferenceData, programs: JobOutcome) -> JobOutcome:
         """Run the checker on the programs a tracer exported, with the reference's input sets."""
         blobs, layout = [], []
         for header, payload in sorted(programs.all("program"), key=lambda m: m[0]["size"]):
-            where = {"tpu": len(blobs)}
+            where = {"device": len(blobs)}
             blobs.append(payload[0])
             if header.get("cpu"):
                 where["cpu"] = len(blobs)
                 blobs.append(payload[1])
             layout.append(where)
-        job = {"kind": "check", "target": target, "n_blobs": len(blobs), "programs": layout,
+        on_device = ref.platform == self.platform.name
+        job = {"kind": "check", "platform": self.platform.spec, "target": target, "n_blobs": len(blobs), "programs": layout,
                "sets": [{"n_inputs": s["n_inputs"], "size": s["size"]} for s in ref.sets],
-               "timing": ref.platform == "tpu", "task": task.metadata, "reference_work": ref.program_work}
+               "timing": on_device, "task": task.metadata, "reference_work": ref.program_work}
         arrays = [a for set_inputs in ref.inputs for a in set_inputs]
-        ro = [str(Path(task.metadata["module"]).parent)] if ref.platform == "tpu" else []
+        ro = [str(Path(task.metadata["module"]).parent)] if on_device else []
         return self.pool.run_checker(job, blobs + arrays, ro_paths=ro)
 
 
-def evaluator_from_settings(settings) -> Evaluator:
-    """An evaluator configured by the backend's ``[eval]`` section."""
+def evaluator_from_settings(settings, platform: Platform, check_target) -> Evaluator:
+    """An evaluator for ``platform`` configured by the ``[eval]`` section; ``check_target`` refuses a target the
+    backend does not know, with its choices."""
     from ..settings import eval_settings
 
     ev = eval_settings(settings)
-    limits = Limits(timeout_s=ev.timeout_s, memory_mb=ev.memory_mb, device=ev.device)
-    return Evaluator(limits, fresh_inputs=max(ev.fresh_inputs, 0), spares=max(ev.spares, 0),
+    limits = Limits(timeout_s=ev.timeout_s, memory_mb=ev.memory_mb, device=ev.device, platform=platform.spec)
+    return Evaluator(limits, check_target=check_target, fresh_inputs=max(ev.fresh_inputs, 0), spares=max(ev.spares, 0),
                      reference_timeout_s=ev.reference_timeout_s, reference_compile_timeout_s=ev.reference_compile_timeout_s)

@@ -8,8 +8,10 @@ trip count where it is static; both arms of a branch at the dearer one. An op
 that is neither free data movement, arithmetic, a reduction, a matmul nor
 control flow is *unknown*: outside a kernel the proof refuses it (a GEMM
 spelled as ``triangular_solve`` or an FFT does not hide there). Kernels are
-``tpu_custom_call`` (TPU program) or ``maxkernel_kernel_N`` functions (the CPU
-interpret program); their matmul FLOPs are counted per grid step times steps.
+the platform's kernel custom calls (``tpu_custom_call`` in a TPU program, Mosaic
+GPU or Triton calls in a GPU program: ``Platform.kernel_work``) or
+``maxkernel_kernel_N`` functions (the CPU interpret program); their matmul FLOPs
+are counted per grid step times steps.
 
 Every glue matmul is also listed by its shape (``glue_dots``: batch, contracted,
 and the two free sizes), so the proof can tell the reference's own dots from
@@ -29,7 +31,6 @@ from typing import Any
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 
-from . import mosaic_work
 from .hlo_values import UNBOUNDED_TRIPS, while_trip_count
 from .program import KERNEL_FUNCTION
 FREE = frozenset(["constant", "iota", "reshape", "transpose", "broadcast_in_dim", "broadcast", "slice", "dynamic_slice", "dynamic_update_slice", "concatenate", "pad", "convert", "bitcast_convert", "get_tuple_element", "tuple", "return", "reverse", "optimization_barrier", "gather", "real_dynamic_slice", "get_dimension_size", "copy", "after_all", "partition_id", "replica_id", "create_token", "dynamic_reshape", "dynamic_broadcast_in_dim", "dynamic_iota", "dynamic_pad"])
@@ -105,7 +106,8 @@ def _empty() -> dict[str, Any]:
 
 
 class _Counter:
-    def __init__(self, module: ir.Module, owned_scope: str | None = None) -> None:
+    def __init__(self, module: ir.Module, platform, owned_scope: str | None = None) -> None:
+        self.platform = platform
         self.functions = {}
         for op in module.body.operations:
             if op.operation.name == "func.func":
@@ -209,8 +211,8 @@ class _Counter:
 
     def _custom_call(self, op: ir.Operation, times: int, in_kernel: bool) -> int:
         target = ir.StringAttr(op.attributes["call_target_name"]).value
-        if target == "tpu_custom_call":
-            body = mosaic_work.kernel_work(op)
+        body = self.platform.kernel_work(target, op)
+        if body is not None:
             flops = times * body["matmul_flops"] * body["steps"]
             self._kernel(body["name"], op, flops, times, grid=body)
             return flops
@@ -229,14 +231,15 @@ class _Counter:
         self.stats["kernels"].append(entry)
 
 
-def program_work(module_text: str, owned_scope: str | None = None) -> dict[str, Any]:
-    """Work counts of an exported program's StableHLO text (``Exported.mlir_module()``); ``owned_scope`` only
-    for the trusted reference (see the module's docstring)."""
+def program_work(module_text: str, owned_scope: str | None = None, *, platform) -> dict[str, Any]:
+    """Work counts of an exported program's StableHLO text (``Exported.mlir_module()``), its kernels recognised
+    by ``platform`` (a ``judge.platform.Platform``); ``owned_scope`` only for the trusted reference (see the
+    module's docstring)."""
     context = mlir.make_ir_context()
     context.allow_unregistered_dialects = True
     with context:
         module = ir.Module.parse(module_text)
-        counter = _Counter(module, owned_scope)
+        counter = _Counter(module, platform, owned_scope)
         main = counter.functions.get("main")
         if main is None:
             raise ValueError("the exported program has no main function")

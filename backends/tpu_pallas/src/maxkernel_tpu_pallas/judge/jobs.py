@@ -2,8 +2,9 @@
 
 It traces the reference at full size and at each check size, counts its work
 by the same rule the checker applies to a candidate's program (``hlo_work``
-on the exported TPU program), compiles it for the target (XLA's figures),
-makes the input sets and the expected outputs, and on a TPU host times it.
+on the exported device program), compiles it for the target (XLA's figures),
+makes the input sets and the expected outputs, and on a host with the chip
+times it. What is chip-specific comes from the backend's ``Platform``.
 The candidate's jobs are ``trace_job.py`` (its sandbox) and ``check_job.py``
 (the checker's).
 """
@@ -19,9 +20,8 @@ import jax
 import numpy as np
 
 from . import inputs as task_inputs
-from . import program
-from .compile import compile_for_target
 from .hlo_work import program_work
+from .platform import Platform, load_platform
 from .task_module import load_task_module
 from .work import work_stats
 
@@ -32,20 +32,20 @@ def _flat(outputs: Any) -> list[np.ndarray]:
     return [np.asarray(x) for x in jax.tree_util.tree_leaves(outputs)]
 
 
-def _on_tpu() -> bool:
-    return jax.default_backend() == "tpu"
+def _on_device(platform: Platform) -> bool:
+    return jax.default_backend() == platform.name
 
 
 def _trace(fn, shapes, static):
     return jax.make_jaxpr(lambda *d: fn(*d, *static))(*shapes)
 
 
-def program_work_of(closed, target: str, owned_scope: str = "") -> dict[str, Any]:
+def program_work_of(closed, target: str, platform: Platform, owned_scope: str = "") -> dict[str, Any]:
     """The reference's work in this traced program, counted as the checker counts a candidate's program
     (with the work inside ``owned_scope``, the task's ``kernel_owns``, counted apart)."""
     try:
-        text = jax.export.deserialize(bytearray(program.export_tpu(closed, target))).mlir_module()
-        work = program_work(text, owned_scope or None)
+        text = jax.export.deserialize(bytearray(platform.export(closed, target))).mlir_module()
+        work = program_work(text, owned_scope or None, platform=platform)
     except Exception as exc:  # a reference XLA cannot export: its traced counts stand in (same FLOP rule)
         if owned_scope:
             raise ValueError(f"kernel_owns {owned_scope!r} needs the reference's exported program, and exporting "
@@ -75,15 +75,15 @@ def check_sizes(sets: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[
     return sizes, which
 
 
-def _check_inputs(module, meta, job, shapes) -> tuple[list[dict[str, Any]], Any, str]:
+def _check_inputs(module, meta, job, shapes, on_device: bool) -> tuple[list[dict[str, Any]], Any, str]:
     """(input sets, the module they are checked with, a note on their size). A task without its own small
     size is checked at full size while one set is at most the CPU limit; above it, at a derived small size;
     with none, not at all (the verdict is then ``unverified``)."""
     from .small_size import derive, set_bytes
 
     full_bytes = set_bytes(shapes)
-    if job["size"] != "full" or _on_tpu() or full_bytes <= job["max_full_input_bytes"]:
-        at = "" if _on_tpu() else "at the task's small size" if job["size"] == "small" else "at full size"
+    if job["size"] != "full" or on_device or full_bytes <= job["max_full_input_bytes"]:
+        at = "" if on_device else "at the task's small size" if job["size"] == "small" else "at full size"
         return task_inputs.input_sets(module, meta, fresh=int(job["fresh"]), size=job["size"]), module, at
     small, how = derive(meta, full_bytes)
     too_big = (f"the task has no small size and one full-size input set ({full_bytes / 2**20:.0f} MiB) is over "
@@ -110,6 +110,7 @@ def check_translation(module, sets: list[dict[str, Any]], expected: list[list[np
 
 def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
     meta = job["task"]
+    platform = load_platform(job["platform"])
     stage("import reference")
     module = load_task_module(meta, "maxkernel_reference_task")
     fn = getattr(module, meta["entry"])
@@ -120,7 +121,7 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
     work = work_stats(traced_full)
     flops = float(module.get_flops()) if meta.get("has_flops") else None
     stage("input sets")
-    sets, check_module, note = _check_inputs(module, meta, job, shapes)
+    sets, check_module, note = _check_inputs(module, meta, job, shapes, _on_device(platform))
     check_fn = getattr(check_module, meta["entry"])
     expected = []
     for i, s in enumerate(sets):
@@ -133,25 +134,20 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
         stage("the torchax translation against PyTorch")
         check_translation(check_module, sets, expected, job.get("atol", 0.0), job.get("rtol", 0.0))
     stage("the precision the reference needs")
-    from ..profiling.precision import reference_precision
-
-    precision = reference_precision(check_fn, sets, expected, job.get("atol", 0.0), job.get("rtol", 0.0))
+    precision = platform.reference_precision(check_fn, sets, expected, job.get("atol", 0.0), job.get("rtol", 0.0))
     stage("compile reference for the target")
-    xla = compile_for_target(lambda *d: fn(*d, *static_full), shapes, job["target"], meta["module"],
-                             timeout_s=job.get("compile_timeout_s"), precision=precision["precision"],
-                             glue_only=False)  # past the time limit, the figures are given up
-    from ..profiling.extract import chip_figures
-
-    xla["chip"] = chip_figures(job["target"])
+    xla = platform.compile_reference(lambda *d: fn(*d, *static_full), shapes, job["target"], meta["module"],
+                                     timeout_s=job.get("compile_timeout_s"), precision=precision["precision"])
+    xla["chip"] = platform.chip(job["target"])  # past the time limit above, the compile's figures are given up
     xla["precision"] = precision
     stage("reference work, as the checker counts it")
     sizes, set_sizes = check_sizes(sets)
     owns = meta.get("kernel_owns", "")
-    works = [program_work_of(traced_full, job["target"], owns)]
+    works = [program_work_of(traced_full, job["target"], platform, owns)]
     for spec in sizes:
         small = [jax.ShapeDtypeStruct(tuple(a["shape"]), a["dtype"]) for a in spec["shapes"]]
         traced = _trace(check_fn, small, task_inputs.decode_static(spec["static"]))
-        works.append(program_work_of(traced, job["target"], owns))
+        works.append(program_work_of(traced, job["target"], platform, owns))
     emit({
         "type": "reference",
         "full_shapes": [{"shape": list(s.shape), "dtype": s.dtype.name} for s in shapes],
@@ -171,10 +167,8 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
         dyn = [np.asarray(a) for a in s["dynamic"]]
         emit({"type": "reference_set", "index": i, "how": s["how"], "static": task_inputs.encode_static(s["static"]),
               "n_inputs": len(dyn), "size": set_sizes[i]}, dyn + outputs)
-    if _on_tpu() and job.get("timing"):
-        from .timing import time_on_device
-
+    if _on_device(platform) and job.get("timing"):
         stage("time reference")
         (dyn, static), *_ = task_inputs.call_inputs(module, meta, size="full", seed=None)  # the real full size
-        timing, out = time_on_device(lambda *d: fn(*d, *static), dyn, trace_root=Path(job["scratch"]) / "ref-trace")
+        timing, out = platform.time_on_device(lambda *d: fn(*d, *static), dyn, trace_root=Path(job["scratch"]) / "ref-trace")
         emit({"type": "reference_timing", **timing}, _flat(out))

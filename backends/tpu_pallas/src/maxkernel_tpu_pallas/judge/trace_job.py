@@ -29,6 +29,7 @@ import numpy as np
 
 from . import inputs as task_inputs
 from . import program, tripwire
+from .platform import Platform, load_platform
 from .work import work_stats
 
 Emit = Callable[..., None]
@@ -61,12 +62,10 @@ def _blob(data: bytes) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8)
 
 
-def _describe_for_cost_model(jaxpr, target: str, emit: Emit) -> None:
+def _describe_for_cost_model(jaxpr, target: str, platform: Platform, emit: Emit) -> None:
     """The kernels' grid, blocks and work for the cost model; an estimate must never break a verdict."""
-    from ..profiling.extract import chip_figures, describe_kernels
-
     try:
-        emit({"type": "kernels", "kernels": describe_kernels(jaxpr), "chip": chip_figures(target)})
+        emit({"type": "kernels", "kernels": platform.describe_kernels(jaxpr), "chip": platform.chip(target)})
     except Exception as exc:
         emit({"type": "kernels", "error": f"{type(exc).__name__}: {exc}"[:500]})
 
@@ -94,13 +93,11 @@ def _parent(pid: int) -> str | None:
     return comm if os.environ.get("MAXKERNEL_SANDBOX") == "bwrap" or sid == os.getsid(0) else None
 
 
-def _trace(fn, shapes, static, target: str):
-    """The candidate's program on abstract inputs, traced as it would be on the target: under the target's
-    deviceless TPU device, so a kernel that asks ``pltpu.get_tpu_info()`` for its chip at trace time (as
-    ragged paged attention sizes its VMEM) gets the target's figures, not 'Unsupported TPU device kind: cpu'."""
-    from .compile import target_device
-
-    with jax.default_device(target_device(target)):
+def _trace(fn, shapes, static, target: str, platform: Platform):
+    """The candidate's program on abstract inputs, traced as it would be on the target (``trace_context``: on a
+    TPU, under the target's deviceless device, so a kernel that asks ``pltpu.get_tpu_info()`` for its chip at
+    trace time gets the target's figures, not 'Unsupported TPU device kind: cpu')."""
+    with platform.trace_context(target):
         return jax.make_jaxpr(lambda *d: fn(*d, *static))(*shapes)
 
 
@@ -157,6 +154,7 @@ def _watchers() -> list[tuple[Callable, Any]]:
 
 def run_trace(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
     source = str(Path(job["scratch"]) / "candidate.py")
+    platform = load_platform(job["platform"])  # trusted: imported before the candidate is
     before = tripwire.snapshot()
     watchers = _watchers()  # compared here, in this running frame, whose own code cannot be swapped
     threads_before = {t.ident for t in threading.enumerate()}
@@ -176,7 +174,7 @@ def run_trace(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: 
     for index, spec in enumerate(sizes):
         stage("trace" if index == 0 else f"trace, check size {index}")
         try:
-            traced.append(_trace(fn, *_abstract(spec), job["target"]))
+            traced.append(_trace(fn, *_abstract(spec), job["target"], platform))
         except BaseException as exc:
             emit({"type": "check", "name": "trace", "ok": False, "size": index, "error": error_record(exc, source)})
             return
@@ -187,28 +185,28 @@ def run_trace(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: 
     emit({"type": "check", "name": "trace", "ok": True, "work": stats, "leftovers": left, "patched": patched})
     if left or patched:
         return
-    _describe_for_cost_model(traced[0], job["target"], emit)
+    _describe_for_cost_model(traced[0], job["target"], platform, emit)
     if job.get("describe_only") or stats["pallas_calls"] == 0 or stats["callbacks"]:
         return  # the parent rejects it; exporting would only waste time
-    _export(traced, job["target"], source, emit, stage)
+    _export(traced, job["target"], platform, source, emit, stage)
 
 
-def _export(traced, target: str, source: str, emit: Emit, stage: Callable[[str], None]) -> None:
+def _export(traced, target: str, platform: Platform, source: str, emit: Emit, stage: Callable[[str], None]) -> None:
     from .compile import trim_error
 
     for index, closed in enumerate(traced):
         stage("export" if index == 0 else f"export, check size {index}")
         try:
-            tpu = program.export_tpu(closed, target)
-        except Exception as exc:  # Mosaic refused the kernel while lowering: the compiler's verdict
+            device = platform.export(closed, target)
+        except Exception as exc:  # the kernel was refused while lowering (Mosaic, Triton): the compiler's verdict
             emit({"type": "check", "name": "compile", "ok": False, "size": index, "seconds": 0.0,
                   "error": trim_error(exc, source)})
             return
-        blobs = [_blob(tpu)]
+        blobs = [_blob(device)]
         if index > 0:
             try:
                 blobs.append(_blob(program.export_cpu_interpret(closed)))
             except Exception as exc:
                 emit({"type": "check", "name": "export", "ok": False, "size": index, "error": error_record(exc, source)})
                 return
-        emit({"type": "program", "size": index, "tpu": True, "cpu": index > 0}, blobs)
+        emit({"type": "program", "size": index, "cpu": index > 0}, blobs)

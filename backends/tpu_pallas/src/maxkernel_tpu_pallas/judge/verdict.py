@@ -3,8 +3,10 @@
 The tracer (the candidate's own sandbox) decides only what it cannot fake in
 its favour: that the module failed to load or trace, or left something
 running. Every fact that can pass a candidate — the proof of kernel, the
-compile, the cross-check of the CPU program against the TPU program, the
+compile, the cross-check of the CPU program against the device program, the
 outputs, the device time — comes from the checker, which never imported it.
+The chip's own facts (check names, cost model) come from the evaluator's
+``Platform``.
 """
 
 from __future__ import annotations
@@ -15,9 +17,8 @@ from typing import Any
 import numpy as np
 from maxkernel_core import Candidate, CheckResult, CompileError, EvalStatus, Evaluation, Profile, Task, TestReport
 
-from ..profiling.costmodel import estimate as cost_estimate
-from ..profiling.costmodel import matmul_flops_per_step, with_glue
-from ..profiling.diagnosis import as_details, diagnose, precision_note, profile_record
+from ..profiling.costmodel import matmul_flops_per_step
+from ..profiling.diagnosis import precision_note
 from ..sandbox.pool import JobOutcome, Limits
 from . import proof
 from .compare import compare
@@ -51,6 +52,7 @@ class Verdict:
     def __init__(self, evaluator, task: Task, candidate: Candidate, target: str, ref) -> None:
         self.evaluator, self.task, self.cand, self.target, self.ref = evaluator, task, candidate, target, ref
         self.limits = evaluator.limits
+        self.platform = evaluator.platform
         self.checks: list[CheckResult] = []
         self.details: dict[str, Any] = {"platform": ref.platform}
         if ref.xla and not ref.xla.get("ok"):  # e.g. over the target's HBM, or past the compile limit
@@ -64,8 +66,8 @@ class Verdict:
         outcome = self.outcome
         if outcome is not None and outcome.log_tail and status in (EvalStatus.CRASHED, EvalStatus.TIMEOUT):
             self.details["log_tail"] = outcome.log_tail[-1500:]
-        estimate = None if self.estimate is None else profile_record(self.cand.id, self.estimate, self.ref.xla_seconds,
-                                                                   _precision_note(self.ref))
+        estimate = None if self.estimate is None else self.platform.profile(
+            self.cand.id, self.estimate, self.ref.xla_seconds, _precision_note(self.ref))
         sandbox = self.details.get("sandbox") or ""
         return Evaluation(self.cand.id, status, reason, tuple(self.checks), self.details, target=self.target,
                           estimate=estimate, sandbox=sandbox, **extra)
@@ -161,9 +163,10 @@ class Verdict:
     def _lowering_failed(self, header: dict[str, Any]) -> Evaluation:
         err = header["error"]
         line = f" (candidate line {err['line']})" if err.get("line") else ""
-        name = "tpu_compile" if header["name"] == "compile" else "export"
+        compiled = header["name"] == "compile"
+        name = self.platform.compile_check if compiled else "export"
         self.checks.append(CheckResult(name, False, err["message"], {"error": err}, header.get("seconds")))
-        what = f"TPU compile for {self.target}" if name == "tpu_compile" else "exporting the traced program"
+        what = f"{self.platform.label} compile for {self.target}" if compiled else "exporting the traced program"
         error = CompileError(err.get("kind") or "lowering", err["message"], err.get("line"))
         return self.done(EvalStatus.COMPILE_ERROR, f"{what} failed{line}: {err['message']}", compile_error=error)
 
@@ -201,12 +204,11 @@ class Verdict:
         self.details["compile"] = compile_details
         if not comp["ok"]:
             return self._lowering_failed({**comp, "name": "compile"})
-        self.checks.append(CheckResult("tpu_compile", True, f"compiled for {comp.get('device_kind')}",
-                                       compile_details, comp["seconds"]))
+        self.checks.append(CheckResult(self.platform.compile_check, True, comp.get("summary")
+                                       or f"compiled for {comp.get('device_kind')}", compile_details, comp["seconds"]))
         if self.estimate is not None:  # the compiled candidate shows what runs around the kernels
-            self.estimate = with_glue(self.estimate, comp.get("program"))
-            self.details["cost_model"] = {**as_details(self.estimate, self.ref.xla_seconds),
-                                          "diagnosis": diagnose(self.estimate)}
+            self.estimate = self.platform.with_glue(self.estimate, comp.get("program"))
+            self.details["cost_model"] = self.platform.details(self.estimate, self.ref.xla_seconds)
         return None
 
     def _small_program(self, header: dict[str, Any] | None, size: int) -> Evaluation | None:
@@ -214,7 +216,8 @@ class Verdict:
             return self._ended_badly(self.outcome, "checker") or self.done(
                 EvalStatus.CRASHED, f"the checker did not reach check size {size}")
         if header.get("mirror"):
-            why = f"the CPU check program at check size {size} is not the TPU program: {header['mirror']}"
+            why = (f"the CPU check program at check size {size} is not the {self.platform.label} program: "
+                   f"{header['mirror']}")
             self.checks.append(CheckResult("one_program", False, why))
             return self.done(EvalStatus.REJECTED, why)
         ok, why = proof.verdict(header["work"], self.ref.program_work[size], size=f"check size {size}")
@@ -229,10 +232,10 @@ class Verdict:
         if described is None or "error" in described[0]:
             self.details["cost_model"] = {"error": described[0]["error"] if described else "no kernel description"}
             return None
-        est = cost_estimate(described[0]["kernels"], described[0]["chip"], self.target,
-                            reference_flops=self.ref.program_work[0].get("glue_flops"),
-                            ideal_f32_passes=self.ref.needed_passes)
-        self.details["cost_model"] = {**as_details(est, self.ref.xla_seconds), "diagnosis": diagnose(est)}
+        est = self.platform.estimate(described[0]["kernels"], described[0]["chip"], self.target,
+                                     reference_flops=self.ref.program_work[0].get("glue_flops"),
+                                     ideal_f32_passes=self.ref.needed_passes)
+        self.details["cost_model"] = self.platform.details(est, self.ref.xla_seconds)
         return est
 
     def _found_estimate(self, traced: JobOutcome, full: dict[str, Any]) -> None:
@@ -276,7 +279,7 @@ class Verdict:
             worst_abs, worst_rel = max(worst_abs, d["max_abs_error"]), max(worst_rel, d["max_rel_error"])
         if len(results) != len(ref.sets):
             return self.done(EvalStatus.CRASHED, f"only {len(results)} of {len(ref.sets)} input sets reported")
-        mode = "on the TPU" if ref.platform == "tpu" else "in Pallas interpret mode on CPU"
+        mode = f"on the {self.platform.label}" if ref.platform == self.platform.name else "in Pallas interpret mode on CPU"
         at = f", {ref.note}" if ref.note else ""  # e.g. "at a derived small size (batch_size 1024->256, ...)"
         msg = f"{len(results)} input sets match the reference {mode}{at} (max abs error {worst_abs:.3g})"
         self.checks.append(CheckResult("correctness", True, msg, {"sets": per_set}))
@@ -285,14 +288,14 @@ class Verdict:
         if failure:
             return self.done(EvalStatus.INCORRECT, failure, test=report)
         if profile is None and self.estimate is not None:  # no device: the labelled estimate stands in
-            profile = profile_record(cand.id, self.estimate, ref.xla_seconds, _precision_note(ref))
+            profile = self.platform.profile(cand.id, self.estimate, ref.xla_seconds, _precision_note(ref))
         return self.done(EvalStatus.OK, msg, test=report, profile=profile)
 
     def _timing(self, checked: JobOutcome) -> tuple[Profile | None, str | None]:
-        """Device time of the checked program on a TPU; on CPU none (no speed is claimed without the hardware)."""
+        """Device time of the checked program on the chip; on CPU none (no speed is claimed without the hardware)."""
         ref, details = self.ref, self.details
-        if ref.platform != "tpu":
-            details["timing"] = "not measured: no TPU attached (the cost model gives estimates)"
+        if ref.platform != self.platform.name:
+            details["timing"] = f"not measured: no {self.platform.label} attached (the cost model gives estimates)"
             return None, None
         timed = checked.last("timing")
         if timed is None or not timed[0].get("ok"):
@@ -315,7 +318,7 @@ class Verdict:
         if est is not None and est.seconds and est.roofline_fraction:
             # The roofline's floor (every byte once, every FLOP at peak) over the measured time.
             fraction = est.seconds * est.roofline_fraction / header["median_s"]
-        diagnosis = tuple(diagnose(est)) if est is not None else ()
+        diagnosis = tuple(self.platform.diagnose(est)) if est is not None else ()
         ref_s = (ref.timing or {}).get("median_s")
         return Profile(self.cand.id, "device_trace", False, header["median_s"], ref_s, diagnosis=diagnosis,
                        details=measured, roofline_fraction=fraction,

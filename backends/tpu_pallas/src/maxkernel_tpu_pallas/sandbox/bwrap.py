@@ -79,23 +79,20 @@ def _hidden(roots: list[str]) -> list[str]:
     return hide
 
 
-def _devices(tpu: bool) -> list[str]:
-    """A TPU VM's chips (/dev/accel*, /dev/vfio) for a worker that runs on the device."""
-    if not tpu:
+def _devices(found: list[str]) -> list[str]:
+    """The chip's device files (a TPU VM's /dev/accel* or /dev/vfio, a GPU's /dev/nvidia*: ``Platform.device_paths``)
+    for a worker that runs on the device."""
+    if not found:
         return []
-    dev = Path("/dev")
-    found = [str(p) for p in dev.glob("accel*")]
-    if (dev / "vfio").is_dir():
-        found.append(str(dev / "vfio"))
     args = []
     for path in found:
         args += ["--dev-bind", path, path]
     if os.path.isdir("/sys"):
-        args += ["--ro-bind", "/sys", "/sys"]  # libtpu reads the chips' PCI facts (untested: no TPU here)
+        args += ["--ro-bind", "/sys", "/sys"]  # libtpu and CUDA read the chips' PCI facts (untested: no chip here)
     return args
 
 
-def command(argv: list[str], scratch: Path, *, tpu: bool = False, ro_paths: tuple[str, ...] = ()) -> list[str]:
+def command(argv: list[str], scratch: Path, *, devices: tuple[str, ...] = (), ro_paths: tuple[str, ...] = ()) -> list[str]:
     """``argv`` wrapped in bwrap, with ``scratch`` the only writable folder (``ro_paths``: more to read)."""
     roots = _readonly_roots()
     roots += [os.path.realpath(p) for p in ro_paths if os.path.realpath(p) not in roots]
@@ -113,7 +110,7 @@ def command(argv: list[str], scratch: Path, *, tpu: bool = False, ro_paths: tupl
     for path in CPU_FACTS:  # libtpu's allocator counts CPUs here and aborts without it
         if os.path.exists(path):
             args += ["--ro-bind", path, path]
-    args += _devices(tpu)
+    args += _devices(list(devices))
     args += ["--bind", str(scratch), str(scratch), "--chdir", str(scratch), "--"]
     return args + argv
 

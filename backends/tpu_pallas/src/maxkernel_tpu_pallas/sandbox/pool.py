@@ -60,8 +60,11 @@ class Limits:
     timeout_s: float = 300.0
     memory_mb: int = 8192
     cpu_s: int | None = None  # default: timeout x cores
-    #: "cpu" forces JAX onto the CPU (Pallas interpret mode); "auto" uses a TPU when one is attached
+    #: "cpu" forces JAX onto the CPU (Pallas interpret mode); "auto" uses the chip when one is attached; the
+    #: platform's name ("tpu", "gpu") uses it
     device: str = "auto"
+    #: the chip the judge judges for (``judge.platform``): "module:ATTRIBUTE", loaded in every worker
+    platform: str = "maxkernel_tpu_pallas.tpu_platform:TPU"
 
 
 @define
@@ -116,14 +119,16 @@ def spawn(start):
     return _spawner.submit(start).result()
 
 
-def tpu_attached() -> bool:
-    """A TPU VM exposes /dev/accel* (v2-v4) or /dev/vfio/* (v5e and later)."""
-    dev = Path("/dev")
-    return any(dev.glob("accel*")) or any(p.name != "vfio" for p in (dev / "vfio").glob("*"))
+def _platform(limits: Limits):
+    from ..judge.platform import load_platform
+
+    return load_platform(limits.platform)
 
 
-def uses_tpu(limits: Limits) -> bool:
-    return limits.device == "tpu" or (limits.device == "auto" and tpu_attached())
+def uses_device(limits: Limits) -> bool:
+    """Whether jobs that may run on the chip do (``device`` names the platform, or "auto" and one is attached)."""
+    platform = _platform(limits)
+    return limits.device == platform.name or (limits.device == "auto" and platform.attached())
 
 
 class Worker:
@@ -140,17 +145,18 @@ class Worker:
         env = {k: v for k, v in os.environ.items() if ENV_ALLOW.match(k)}
         env.update(HOME=str(self.scratch), TMPDIR=str(self.scratch), PYTHONDONTWRITEBYTECODE="1",
                    PYTHONUNBUFFERED="1", PYTHONHASHSEED="0")
-        if not (uses_tpu(limits) and on_device):  # a tracer never needs the chip, even on a TPU host
+        if not (uses_device(limits) and on_device):  # a tracer never needs the chip, even on a host with one
             env["JAX_PLATFORMS"] = "cpu"
             # Deviceless compiles in several workers at once: libtpu's one-process lock guards
             # a chip, and there is none here to guard.
             env["ALLOW_MULTIPLE_LIBTPU_LOAD"] = "1"
         cpu_s = limits.cpu_s or int(limits.timeout_s * max(os.cpu_count() or 1, 1)) + 30
         argv = [sys.executable, "-m", "maxkernel_tpu_pallas.sandbox.worker", str(job_r), str(res_w),
-                str(limits.memory_mb), str(cpu_s)]
+                str(limits.memory_mb), str(cpu_s), limits.platform]
         if self.sandbox == "bwrap":
             env["MAXKERNEL_SANDBOX"] = "bwrap"
-            argv = bwrap.command(argv, self.scratch, tpu=uses_tpu(limits) and on_device, ro_paths=ro_paths)
+            devices = tuple(_platform(limits).device_paths()) if uses_device(limits) and on_device else ()
+            argv = bwrap.command(argv, self.scratch, devices=devices, ro_paths=ro_paths)
         with open(self.log_path, "wb") as log:
             self.proc = spawn(lambda: subprocess.Popen(
                 argv, close_fds=True,
@@ -273,7 +279,7 @@ class WorkerPool:
         self.limits = limits or Limits()
         # On a TPU host one process at a time owns the chip: no spares holding it, no kept
         # reference worker, one job at a time. Isolation costs a cold start per candidate there.
-        self.exclusive = uses_tpu(self.limits)
+        self.exclusive = uses_device(self.limits)
         self.spares_wanted = 0 if self.exclusive else spares
         self._exclusive_lock = threading.Lock()
         self._spares: list[Worker] = []

@@ -1,4 +1,5 @@
-"""A worker process: ``python -m maxkernel_tpu_pallas.sandbox.worker JOB_FD RESULT_FD MEMORY_MB CPU_S``.
+"""A worker process: ``python -m maxkernel_tpu_pallas.sandbox.worker JOB_FD RESULT_FD MEMORY_MB CPU_S PLATFORM``
+(``PLATFORM``: the judge's ``module:ATTRIBUTE``, see ``judge/platform.py``).
 
 Order matters: cut the network and set the limits first (unshare needs a
 single-threaded process, and untrusted code must never run unlimited), then
@@ -50,6 +51,7 @@ def set_idle_priority(idle: bool) -> None:
 
 def main(argv: list[str]) -> None:
     job_fd, result_fd, memory_mb, cpu_s = (int(a) for a in argv[:4])
+    platform_spec = argv[4]
     # Inside bubblewrap the network namespace is already empty (and without capabilities
     # unshare would fail): only the fallback isolates itself.
     network = "isolated (bwrap)" if os.environ.get("MAXKERNEL_SANDBOX") == "bwrap" else isolate_network()
@@ -70,12 +72,11 @@ def main(argv: list[str]) -> None:
 
     import jax  # noqa: F401  the warm-up: everything a job needs, imported once
     from jax.experimental import pallas  # noqa: F401
-    from jax.experimental.pallas import tpu  # noqa: F401
 
     from ..judge import check_job, jobs, trace_job
-    from .warmup import warm_compilers
+    from ..judge.platform import load_platform
 
-    warm_compilers()
+    load_platform(platform_spec).warm_up()
     emit({"type": "ready", "pid": os.getpid(), "network": network, "platform": jax.default_backend()})
     while True:
         try:

@@ -1,0 +1,147 @@
+"""The chip a judge judges for: the one seam between the sandboxed one-program judge and a backend.
+
+The judge (the tracer, the checker, the reference job, the verdict) is the
+same for every Pallas backend: the candidate's Python runs once, in its own
+sandbox, to trace one program; everything judged derives from that program,
+in a checker that never imported the candidate. What differs per chip is
+here: how the traced program is lowered and exported (Mosaic TPU, Mosaic GPU,
+Triton), which custom calls are kernels, how it is compiled and timed on the
+device, the chip's figures and the cost model that reads them.
+
+A backend hands its ``Platform`` to the evaluator; workers get it by name
+(``spec``, ``"module:ATTRIBUTE"``), set by the parent, never by a candidate.
+The parent's side (``attached``, ``device_paths``) must not import JAX.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from typing import Any, ClassVar
+
+
+class Platform:
+    """Base of a chip's judge facts; a backend subclasses it (``TpuPlatform``, ``GpuPlatform``)."""
+
+    #: ``jax.default_backend()`` on a host with the chip ("tpu", "gpu"): what a reference's platform reads there
+    name: ClassVar[str] = ""
+    #: the chip family in sentences ("TPU", "GPU")
+    label: ClassVar[str] = ""
+    #: the verdict's name for the full-size compile check ("tpu_compile", "gpu_compile")
+    compile_check: ClassVar[str] = ""
+    #: how workers load this object: "module:ATTRIBUTE"
+    spec: ClassVar[str] = ""
+    #: the on-chip memory a kernel's blocks must fit ("VMEM", "shared memory"), the share of its limit they may
+    #: take (the compiler keeps its own scratch beside them), and the digits its limit is printed with
+    memory_name: ClassVar[str] = "VMEM"
+    memory_headroom: ClassVar[float] = 1.0
+    limit_digits: ClassVar[int] = 0
+
+    # --- the parent (no JAX) ----------------------------------------------------------
+
+    def attached(self) -> bool:
+        """Whether this host has the chip (then the checker runs and times programs on it)."""
+        return False
+
+    def device_paths(self) -> list[str]:
+        """Device files a worker that runs on the chip needs inside its sandbox."""
+        return []
+
+    # --- workers ------------------------------------------------------------------------
+
+    def warm_up(self) -> None:
+        """Trusted work before a spare's first job (imports, a first compile), so a candidate pays none."""
+
+    def trace_context(self, target: str):
+        """The context a candidate is traced in (a TPU's deviceless device, so trace-time chip queries see it)."""
+        return contextlib.nullcontext()
+
+    def export(self, closed, target: str) -> bytes:
+        """The captured program lowered for ``target``, serialized (``jax.export``); raises the lowering error."""
+        raise NotImplementedError
+
+    def kernel_work(self, call_target: str, op) -> dict[str, Any] | None:
+        """A custom call's kernel facts (name, matmul_flops per step, steps, grid...) when it is this chip's
+        kernel; None when it is not a kernel (then it is glue: a callback unless it is known to be free)."""
+        raise NotImplementedError
+
+    def compile_exported(self, exported, target: str) -> dict[str, Any]:
+        """Compile a candidate's exported program for ``target``: figures, or ``{"ok": False, "error": ...}``."""
+        raise NotImplementedError
+
+    def compile_reference(self, fn, shapes, target: str, source_file: str, *, timeout_s: float | None,
+                          precision: str) -> dict[str, Any]:
+        """The reference compiled for ``target`` (XLA's figures for its estimate), or why not."""
+        raise NotImplementedError
+
+    def chip(self, target: str) -> dict[str, Any]:
+        """The target's figures the cost model reads, with their source."""
+        raise NotImplementedError
+
+    def describe_kernels(self, closed) -> list[dict[str, Any]]:
+        """The traced program's kernels for the cost model (grid, blocks, body work)."""
+        from ..profiling.extract import describe_kernels
+
+        return describe_kernels(closed)
+
+    def reference_precision(self, check_fn, sets, expected, atol: float, rtol: float) -> dict[str, Any]:
+        """The matmul precision XLA's reference must run at to pass the task's own check."""
+        return {"precision": "default"}
+
+    def time_on_device(self, fn, args, *, trace_root) -> tuple[dict[str, Any], Any]:
+        """Median device time of ``fn`` from profiler traces, and its outputs (hosts with the chip only)."""
+        from .timing import time_on_device
+
+        return time_on_device(fn, args, trace_root=trace_root)
+
+    # --- the parent's speed model ---------------------------------------------------------
+
+    def estimate(self, kernels: list[dict[str, Any]], chip: dict[str, Any], target: str, *,
+                 reference_flops: float | None, ideal_f32_passes: float | None):
+        """The cost model's ``CostEstimate`` of the described kernels (always labelled an estimate)."""
+        raise NotImplementedError
+
+    def with_glue(self, est, program: dict[str, Any] | None):
+        """The estimate plus the code the compiled program runs around its kernels."""
+        return est
+
+    def xla_estimate(self, xla: dict[str, Any], target: str):
+        """The same model's estimate of XLA's reference, from its compile figures; None when it has none."""
+        return None
+
+    def fits(self, est) -> bool:
+        """Whether every kernel's blocks fit the chip's on-chip memory by the model."""
+        return est.fits_vmem
+
+
+    def diagnose(self, est) -> list[str]:
+        from ..profiling.diagnosis import diagnose
+
+        return diagnose(est)
+
+    def details(self, est, xla_seconds: float | None) -> dict[str, Any]:
+        from ..profiling.diagnosis import as_details
+
+        return {**as_details(est, xla_seconds), "diagnosis": self.diagnose(est)}
+
+    def profile(self, candidate_id: str, est, xla_seconds: float | None, reference_note: str = ""):
+        from maxkernel_core import Profile
+
+        return Profile(candidate_id, "cost_model", True, est.seconds, xla_seconds, est.bound,
+                       tuple(self.diagnose(est)), self.details(est, xla_seconds),
+                       roofline_fraction=est.roofline_fraction, arithmetic_intensity=est.arithmetic_intensity,
+                       fits_memory=est.fits_vmem, reference_note=reference_note)
+
+
+_loaded: dict[str, Platform] = {}
+
+
+def load_platform(spec: str) -> Platform:
+    """The platform object named ``module:ATTRIBUTE`` (the parent's choice, passed to each worker)."""
+    if spec not in _loaded:
+        module, _, attribute = spec.partition(":")
+        platform = getattr(importlib.import_module(module), attribute)
+        if not isinstance(platform, Platform):
+            raise TypeError(f"{spec} is not a judge Platform")
+        _loaded[spec] = platform
+    return _loaded[spec]
