@@ -137,7 +137,7 @@ def kernel_header(result: RunResult, task, config: RunConfig) -> str:
         speed = "not measured"
     checks = ", ".join(f"{c.name} {'ok' if c.passed else 'FAILED'}" for c in ev.checks)
     how = cand.provenance
-    return (f'"""Best kernel of maxkernel run {result.run_id} for task {task.id}, target TPU {config.target}.\n\n'
+    return (f'"""Best kernel of maxkernel run {result.run_id} for task {task.id}, target {config.target}.\n\n'
             f"Verdict: {ev.status.value} ({checks}).\n{ev.reason}\n"
             f"Speed: {speed}.\nParameters: {json.dumps(cand.parameters, sort_keys=True)}.\n"
             f"Obtained by strategy {config.strategy} with provider {config.provider}: {how.role or '?'} "

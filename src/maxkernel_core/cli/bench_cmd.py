@@ -26,7 +26,7 @@ from .output import console_for
 @click.option("--strategy", help="Strategy for each task (default run.strategy).")
 @click.option("--provider", help="LLM provider (default run.provider; offline needs no key).")
 @click.option("--model", help="Model name for the provider.")
-@click.option("--target", help="TPU generation: v4, v5e, v5p, v6e, 7x.")
+@click.option("--target", help="The chip to judge for: the backend's targets (TPU v4, v5e, v5p, v6e, 7x; GPU h100, h200).")
 @click.option("--budget", type=int, help="At most this many evaluations per task.")
 @click.option("--seed", type=int)
 @click.option("--kernels", type=click.Path(exists=True, file_okay=False, path_type=Path),

@@ -23,7 +23,8 @@ from .run_result import report_result, result_json
 @click.option("--strategy", help="auto, or any installed strategy (maxkernel plugins).")
 @click.option("--provider", help="offline (no key), gemini, litellm, replay, ...")
 @click.option("--model", help="Model name for the provider.")
-@click.option("--target", help="TPU generation: v4, v5e, v5p, v6e, 7x.")
+@click.option("--backend", help="The kernel backend (run.backend): any installed backend (maxkernel plugins).")
+@click.option("--target", help="The chip to judge for: the backend's targets (TPU v4, v5e, v5p, v6e, 7x; GPU h100, h200).")
 @click.option("--budget", type=int, help="At most this many evaluations.")
 @click.option("--seed", type=int)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Output folder (default run.out).")
@@ -39,7 +40,7 @@ from .run_result import report_result, result_json
 @click.option("--ui", is_flag=True, default=None, help="Serve the web UI while this runs (needs maxkernel[ui]); an "
               "interactive run's questions are answerable in the browser as well as here.")
 @executor_options
-def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resume, tuned, time_limit, as_json, quiet,
+def run_cmd(task_ref, strategy, provider, model, backend, target, budget, seed, out, resume, tuned, time_limit, as_json, quiet,
             verbose, ui, executor, ray_address) -> int:
     """Optimize a kernel for TASK; writes kernel.py, report.json and report.html to --out.
 
@@ -47,7 +48,7 @@ def run_cmd(task_ref, strategy, provider, model, target, budget, seed, out, resu
     130 interrupted (the resume command is printed)."""
     app = _app()
     app.override(run__strategy=(strategy, "--strategy"), run__provider=(provider, "--provider"),
-                 run__model=(model, "--model"), run__target=(target, "--target"), run__budget=(budget, "--budget"),
+                 run__model=(model, "--model"), run__backend=(backend, "--backend"), run__target=(target, "--target"), run__budget=(budget, "--budget"),
                  run__seed=(seed, "--seed"), run__out=(str(out) if out else None, "--out"),
                  run__tuned=(tuned, "--tuned"), run__time_limit_s=(time_limit, "--time-limit"),
                  run__ui=(ui, "--ui"))

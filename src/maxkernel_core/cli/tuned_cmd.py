@@ -114,7 +114,7 @@ def tuned_check(ctx, path: Path | None) -> int:
 @click.option("--suite", required=True, help="A registered suite or a folder of tasks.")
 @click.option("--tasks", "pattern", default="*", show_default=True, help="Glob over task ids.")
 @click.option("--strategy", help="Strategy that searches each task (default run.strategy).")
-@click.option("--target", help="TPU generation: v4, v5e, v5p, v6e, 7x.")
+@click.option("--target", help="The chip to judge for: the backend's targets (TPU v4, v5e, v5p, v6e, 7x; GPU h100, h200).")
 @click.option("--budget", type=int, help="At most this many evaluations per task.")
 @click.option("--jobs", type=int, default=1, show_default=True, help="Tasks in flight at once.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("maxkernel-tune"),

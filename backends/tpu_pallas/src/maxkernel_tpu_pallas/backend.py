@@ -8,18 +8,25 @@ from pathlib import Path
 from maxkernel_core import Backend, Candidate, Evaluation, Fit, Task, TaskRef
 
 from . import tasks
-from .targets import DEFAULT_TARGET, check_target
+from .targets import DEFAULT_TARGET
+from .targets import check_target as check_tpu_target
 
 
 class TpuPallasBackend(Backend):
     """JAX Pallas kernels for TPU: tasks in the MaxKernel or JAXBench format, judged in a sandbox."""
 
     name = "tpu_pallas"
+    #: the chip family its kernels are written for (the offline synthesizer writes TPU templates for "tpu")
+    kernel_platform = "tpu"
 
     def __init__(self, settings=None) -> None:
         super().__init__(settings)
         self._evaluator = None
         self._lock = threading.RLock()
+
+    def check_target(self, target: str) -> str:
+        """``target`` when this backend judges for it; else a ConfigError naming the choices."""
+        return check_tpu_target(target)
 
     def discover_tasks(self, root: Path) -> list[TaskRef]:
         return tasks.discover(root)
@@ -34,11 +41,11 @@ class TpuPallasBackend(Backend):
                 from .judge.evaluator import evaluator_from_settings
                 from .tpu_platform import TPU
 
-                self._evaluator = evaluator_from_settings(self.settings, TPU, check_target)
+                self._evaluator = evaluator_from_settings(self.settings, TPU, self.check_target)
             return self._evaluator
 
     def evaluate(self, task: Task, candidate: Candidate, *, target: str = DEFAULT_TARGET) -> Evaluation:
-        return self.evaluator.evaluate(task, candidate, target=check_target(target))
+        return self.evaluator.evaluate(task, candidate, target=self.check_target(target))
 
     def evaluation_timeout_s(self) -> float:
         """The judge's own limit on one evaluation (``[eval] timeout_s``)."""
@@ -48,20 +55,20 @@ class TpuPallasBackend(Backend):
 
     def check_fit(self, task: Task, candidate: Candidate, *, target: str = DEFAULT_TARGET) -> Fit | None:
         """The cost model's VMEM need of the candidate's kernels, from one sandboxed trace (no compile)."""
-        return self.evaluator.check_fit(task, candidate, target=check_target(target))
+        return self.evaluator.check_fit(task, candidate, target=self.check_target(target))
 
     def judge_fingerprint(self, task: Task, *, target: str = DEFAULT_TARGET) -> str:
         """Task files, target, ``[eval]`` settings, versions, judge source, cost-model parameters, machine."""
         from .judge.fingerprint import judge_fingerprint
         from .settings import eval_settings
 
-        return judge_fingerprint(task, check_target(target), eval_settings(self.settings))
+        return judge_fingerprint(task, self.check_target(target), eval_settings(self.settings))
 
     def tuning_key(self, task: Task, *, target: str = DEFAULT_TARGET) -> dict[str, str] | None:
         """The reference's full-size program fingerprint, its input shapes and dtypes, the chip, jax/libtpu."""
         from .judge.fingerprint import compiler_versions
 
-        target = check_target(target)
+        target = self.check_target(target)
         ref = self.evaluator.reference(task, target)
         if not ref.signature:
             return None
@@ -77,7 +84,7 @@ class TpuPallasBackend(Backend):
     def knowledge(self, task: Task, *, target: str = DEFAULT_TARGET, budget_chars: int = 12000) -> str:
         from .knowledge import knowledge_pack
 
-        return knowledge_pack(check_target(target), budget_chars)
+        return knowledge_pack(self.check_target(target), budget_chars)
 
     def task_prompt(self, task: Task) -> str:
         """The reference source, its sizes and tolerances: what a model needs to write the kernel."""

@@ -67,6 +67,12 @@ def _figures(s: Synthesis, point: dict[str, Any]) -> str:
             f"{max(k.vmem_bytes for k in est.kernels) / 2**20:.1f} MiB (cost-model estimate)")
 
 
+def _other_chip(ctx) -> str | None:
+    """The chip family of a backend whose kernels are not TPU kernels (the templates here are TPU kernels)."""
+    family = getattr(ctx.backend, "kernel_platform", "tpu")
+    return None if family == "tpu" else family
+
+
 @hookimpl
 def agent_plan(task, history, ctx):
     """The cost model's best untried point; once a kernel is verified, the search is the strategy's, unless a
@@ -74,6 +80,9 @@ def agent_plan(task, history, ctx):
     says which instruction it cannot follow."""
     if not _selected(ctx, "plan"):
         return None
+    if _other_chip(ctx):
+        return Decline(f"the offline synthesizer's templates are Pallas TPU kernels; it has none for the "
+                       f"{ctx.backend.name} backend's {_other_chip(ctx).upper()} kernels yet: choose a model provider")
     s = synthesis(task, ctx)
     memory = ctx.cache(NAME)
     new_lines = ctx.feedback[memory.get("feedback_read", 0):]

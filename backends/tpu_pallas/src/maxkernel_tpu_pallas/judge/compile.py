@@ -39,6 +39,16 @@ def memory_figures(compiled) -> dict[str, int]:
     return {n: int(getattr(stats, n)) for n in names if stats is not None and hasattr(stats, n)}
 
 
+def _chain(exc: BaseException) -> list[BaseException]:
+    """The error and its causes: JAX attaches the traced op's own stack (the kernel line) as the cause of a
+    lowering error (Pallas's Triton lowering refusing a tile, say)."""
+    chain: list[BaseException] = []
+    while exc is not None and exc not in chain and len(chain) < 8:
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return list(reversed(chain))  # the innermost frame of the deepest cause last
+
+
 def trim_error(exc: BaseException, source_file: str) -> dict[str, Any]:
     """The part of a compiler error a person (or model) acts on, and the kernel line it points at."""
     text = str(exc).replace(source_file, "candidate.py")  # the scratch path means nothing to a reader
@@ -55,7 +65,7 @@ def trim_error(exc: BaseException, source_file: str) -> dict[str, Any]:
     else:
         message = "\n".join(ln for ln in text.splitlines() if ln.strip())[:MAX_MESSAGE]
     line = None
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == source_file]
+    frames = [f for e in _chain(exc) for f in traceback.extract_tb(e.__traceback__) if f.filename == source_file]
     if frames:
         line = frames[-1].lineno
     else:

@@ -227,7 +227,8 @@ class _Counter:
         entry = {"name": name, "repeat": times, "matmul_flops": flops,
                  "operands": _type_text(op.operands), "results": _type_text(op.results)}
         if grid is not None:
-            entry.update({k: grid[k] for k in ("grid", "steps", "dynamic_grid", "blocks") if k in grid})
+            entry.update({k: grid[k] for k in ("grid", "steps", "dynamic_grid", "blocks", "counted", "lowering")
+                          if k in grid})
         self.stats["kernels"].append(entry)
 
 

@@ -1,0 +1,143 @@
+"""The GPU Pallas backend on a CPU-only host: the shared one-program judge with the GPU's Platform.
+
+Honest Triton-lowered kernels are judged ok (lowered for CUDA, correct in interpret mode, an estimate labelled
+one); a block Triton refuses is a compile error with the candidate's line; the attacks on the shared judge are
+judged not ok for the same reasons as on the TPU backend.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from maxkernel_core import Candidate, EvalStatus
+
+from tests.helpers import run_cli
+from tests.tpu_pallas.test_attacks import ATTACKS
+
+HERE = Path(__file__).parent
+KERNELS = HERE / "kernels"
+TASKS = HERE.parent / "tpu_pallas" / "tasks"
+
+
+@pytest.fixture(scope="module")
+def gpu_backend():
+    from maxkernel_gpu_pallas.backend import GpuPallasBackend
+
+    backend = GpuPallasBackend()
+    yield backend
+    backend.close()
+
+
+def _task(backend, name: str):
+    return backend.load_task(str(TASKS / name))
+
+
+def _judge(backend, task, source: str):
+    return backend.evaluate(task, Candidate(task.id, source), target="h100")
+
+
+def _attack(name: str) -> str:
+    """An attack of the shared judge's suite with the GPU's honest kernel pasted where it carries one."""
+    text = (ATTACKS / name).read_text()
+
+    def include(match: re.Match) -> str:
+        body = (KERNELS / match[1]).read_text()
+        return re.sub(r"^def computation\(", f"def {match[2]}(", body, flags=re.M)
+
+    return re.sub(r"^# @include (\S+) as (\w+)$", include, text, flags=re.M)
+
+
+@pytest.mark.parametrize("task, kernel", [("matmul_bias_gelu", "honest_matmul_bias_gelu.py"),
+                                          ("rmsnorm", "honest_rmsnorm.py")])
+def test_honest_gpu_kernels_are_lowered_for_cuda_and_correct(gpu_backend, task, kernel):
+    t = _task(gpu_backend, task)
+    ev = _judge(gpu_backend, t, (KERNELS / kernel).read_text())
+    assert ev.status is EvalStatus.OK, ev.reason
+    checks = {c.name: c for c in ev.checks}
+    assert checks["gpu_compile"].passed and "lowered for CUDA" in checks["gpu_compile"].message
+    assert "not compiled to machine code: no GPU" in checks["gpu_compile"].message  # never claimed on CPU
+    assert "in Pallas interpret mode on CPU" in ev.reason
+    assert ev.details["work"]["kernels"][0]["lowering"] == "triton"
+    est = ev.estimate
+    assert est is not None and est.estimated and est.source == "cost_model" and est.seconds > 0
+    assert est.reference_seconds and est.details["params_source"].startswith("datasheet roofline")
+    assert est.details["chip"]["name"].startswith("NVIDIA H100")
+    assert "not held against a GPU measurement" in est.diagnosis[-1]
+    assert ev.profile is None or ev.profile.estimated  # no device time without a GPU
+
+
+def test_triton_counted_the_kernels_matmul_work(gpu_backend):
+    """The checker reads the Triton IR: 2*M*N*K of the K loop's dots, equal to the CPU twin's count."""
+    t = _task(gpu_backend, "matmul_bias_gelu")
+    ev = _judge(gpu_backend, t, (KERNELS / "honest_matmul_bias_gelu.py").read_text())
+    m, k, n = 2048, 4096, 8192
+    assert ev.details["work"]["kernel_flops"] == 2 * m * k * n
+    assert ev.details["work"]["kernels"][0]["grid"] == [m // 64, n // 128]
+
+
+def test_a_block_triton_refuses_is_a_compile_error_with_the_candidate_line(gpu_backend):
+    t = _task(gpu_backend, "matmul_bias_gelu")
+    source = (KERNELS / "lower_not_power_of_two.py").read_text()
+    ev = _judge(gpu_backend, t, source)
+    assert ev.status is EvalStatus.COMPILE_ERROR, ev.reason
+    assert "power of 2" in ev.reason and "(48, 32)" in ev.reason
+    line = ev.compile_error.line
+    assert line is not None and "pl.ds(i * BK, BK)" in source.splitlines()[line - 1]
+
+
+@pytest.mark.parametrize("attack, status, reason", [
+    ("size_switch.py", EvalStatus.REJECTED, r"at check size 1"),
+    ("patch_judge_modules.py", EvalStatus.REJECTED, r"replaces .*maxkernel_tpu_pallas\.judge"),
+    ("swap_code_objects.py", EvalStatus.REJECTED, r"replaces .*maxkernel_tpu_pallas\.judge.*tripwire"),
+    ("frame_reader.py", EvalStatus.INCORRECT, r""),
+    ("forge_protocol.py", None, r""),
+    # written with TPU-shaped kernels: Pallas lowers them with Mosaic GPU, which refuses them before any proof
+    ("phantom_branch_work.py", EvalStatus.COMPILE_ERROR, r"Mosaic GPU|Unimplemented primitive"),
+    ("unknown_primitive_gemm.py", None, r""),
+])
+def test_the_shared_judges_attacks_are_not_ok_on_the_gpu_backend(gpu_backend, attack, status, reason):
+    t = _task(gpu_backend, "matmul_bias_gelu")
+    ev = _judge(gpu_backend, t, _attack(attack))
+    assert ev.status is not EvalStatus.OK, ev.reason
+    if status is not None:
+        assert ev.status is status and re.search(reason, ev.reason), (ev.status, ev.reason)
+
+
+def test_a_gemm_left_in_jnp_around_a_triton_epilogue_is_rejected(gpu_backend):
+    t = _task(gpu_backend, "matmul_bias_gelu")
+    ev = _judge(gpu_backend, t, (KERNELS / "cheat_jnp_outside_kernel.py").read_text())
+    assert ev.status is EvalStatus.REJECTED, ev.reason
+    assert re.search(r"matmul/conv FLOPs .* run in jnp outside pallas_call", ev.reason)
+
+
+def test_a_module_that_only_behaves_while_traced_is_judged_on_its_traced_program(gpu_backend):
+    t = _task(gpu_backend, "matmul_bias_gelu")
+    ev = _judge(gpu_backend, t, _attack("stack_detector.py"))
+    assert ev.ok, ev.reason
+    assert ev.details["work"]["kernel_flops"] >= 2 * 2048 * 4096 * 8192  # the GEMM is in the checked program
+
+
+def test_the_backend_is_listed_with_its_distribution_and_refuses_tpu_targets():
+    listed = run_cli("plugins", env={"COLUMNS": "300"})
+    assert listed.returncode == 0, listed.stderr
+    row = next(line for line in listed.stdout.splitlines() if "gpu_pallas" in line)
+    assert "maxkernel-gpu-pallas" in row and "backend:gpu_pallas" in row
+    from maxkernel_core import ConfigError
+    from maxkernel_gpu_pallas.backend import GpuPallasBackend
+
+    with pytest.raises(ConfigError, match=r"unknown GPU target 'v5e': use one of h100, h200"):
+        GpuPallasBackend().check_target("v5e")
+
+
+def test_the_tpu_offline_synthesizer_hands_no_tpu_kernel_to_the_gpu_backend(tmp_path):
+    """``run --backend gpu_pallas --provider offline`` end to end: the offline templates are TPU kernels, so
+    its planner declines (GPU templates are not written yet) and nothing is judged."""
+    result = run_cli("run", "--task", str(TASKS / "rmsnorm"), "--backend", "gpu_pallas", "--target", "h100",
+                     "--provider", "offline", "--strategy", "auto", "--out", str(tmp_path / "out"), "--json",
+                     env={"MAXKERNEL_HOME": str(tmp_path / "home")}, timeout=300)
+    out = json.loads(result.stdout)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert (out["status"], out["evaluations"], out["target"]) == ("no_valid_candidate", 0, "h100")
