@@ -44,7 +44,7 @@ def write_report(bench) -> dict[str, Any]:
 
 def summary_lines(bench) -> list[str]:
     m = bench.metrics
-    lines = [f"{m['tasks']} tasks on TPU {bench.target}: {m['compiled']} compiled ({_pct(m['compile_rate'])}), "
+    lines = [f"{m['tasks']} tasks on {bench.target}: {m['compiled']} compiled ({_pct(m['compile_rate'])}), "
              f"{m['correct']} correct ({_pct(m['correctness_rate'])}); fast_0 = {_pct(m['fast_0'])}"]
     for s in m["speed"]:
         fast = ", ".join(f"fast_{p} = {_pct(v)}" for p, v in s["fast_p"].items() if p != "0")
@@ -123,7 +123,7 @@ def html_report(bench) -> str:
 td,th{{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}}tr.bad td{{background:#fdf0f0}}
 figure{{margin:1em 0}}figcaption{{font-size:13px;color:#444}}</style></head><body>
 <h1>maxkernel bench <code>{e(bench.bench_id)}</code></h1>
-<p>Suite <code>{e(bench.config.suite)}</code>, target TPU {e(bench.target)}.</p><ul>{summary}</ul>
+<p>Suite <code>{e(bench.config.suite)}</code>, target {e(bench.target)}.</p><ul>{summary}</ul>
 <table><tr><th>speed figures</th><th>geomean</th>{fast_head}</tr>{speed_rows}</table>
 {figs}
 <h2>Tasks</h2><table><tr><th>task</th><th>status</th><th>compiled</th><th>proof</th><th>speedup</th><th>kind</th>

@@ -46,6 +46,7 @@ class BenchConfig:
     jobs: int = 1
     tuned: str | None = None  # the tuned-config table: use, refresh, off (default run.tuned)
     time_limit_s: float | None = None  # per task: no new evaluation starts past it (default run.time_limit_s)
+    backend: str | None = None  # the kernel backend (default run.backend)
 
 
 @define
@@ -121,7 +122,7 @@ def _without_kernel(evaluations) -> tuple[str, str]:
 def task_settings(settings: Settings, config: BenchConfig) -> Settings:
     """A copy of the settings with the bench's run choices (each task's run changes its copy)."""
     s = copy.deepcopy(settings)
-    for key in ("strategy", "provider", "model", "target", "budget", "seed", "tuned", "time_limit_s"):
+    for key in ("strategy", "provider", "model", "backend", "target", "budget", "seed", "tuned", "time_limit_s"):
         value = getattr(config, key)
         if value is not None:
             setattr(s.run, key, value)
@@ -238,7 +239,7 @@ def run_bench(settings: Settings, pm, config: BenchConfig | None = None, *, resu
     elif config is None:
         raise ValueError("run_bench needs a config or a bench id to resume")
     target = config.target or settings.run.target
-    backend = pm.registries.get("backend", settings.run.backend).cls(settings)
+    backend = pm.registries.get("backend", config.backend or settings.run.backend).cls(settings)
     executor = None
     try:
         refs = select_tasks(backend, suite_root(config.suite, pm), config.tasks)  # bad input stores nothing

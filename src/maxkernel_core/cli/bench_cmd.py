@@ -26,6 +26,7 @@ from .output import console_for
 @click.option("--strategy", help="Strategy for each task (default run.strategy).")
 @click.option("--provider", help="LLM provider (default run.provider; offline needs no key).")
 @click.option("--model", help="Model name for the provider.")
+@click.option("--backend", help="The kernel backend for every task (default run.backend; see maxkernel plugins).")
 @click.option("--target", help="The chip to judge for: the backend's targets (TPU v4, v5e, v5p, v6e, 7x; GPU h100, h200).")
 @click.option("--budget", type=int, help="At most this many evaluations per task.")
 @click.option("--seed", type=int)
@@ -48,7 +49,7 @@ from .output import console_for
 @click.option("-v", "--verbose", is_flag=True, help="Each task's line with its whole reason.")
 @executor_options
 @click.pass_context
-def bench_cmd(ctx, suite, pattern, strategy, provider, model, target, budget, seed, kernels, jobs, time_limit, resume,
+def bench_cmd(ctx, suite, pattern, strategy, provider, model, backend, target, budget, seed, kernels, jobs, time_limit, resume,
               tuned, out, as_json, quiet, verbose, executor, ray_address, compare=None) -> int:
     """Run every task of a suite and report compile/correctness rates, speedups and fast_p.
 
@@ -62,7 +63,7 @@ def bench_cmd(ctx, suite, pattern, strategy, provider, model, target, budget, se
     if quiet:
         console.quiet = True
     config = BenchConfig(suite, pattern, strategy, provider, model, target, budget, seed,
-                         str(kernels.resolve()) if kernels else None, jobs, tuned, time_limit)
+                         str(kernels.resolve()) if kernels else None, jobs, tuned, time_limit, backend)
     state = {"bench": resume}
     progress = Progress(TextColumn("[bold]bench[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, transient=False)

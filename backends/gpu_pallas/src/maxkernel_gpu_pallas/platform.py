@@ -139,6 +139,12 @@ class GpuPlatform(Platform):
     def fits(self, est) -> bool:
         return est.fits_vmem
 
+    def details(self, est, xla_seconds: float | None) -> dict[str, Any]:
+        return {**super().details(est, xla_seconds),
+                "estimate_basis": "the program was lowered for CUDA and modelled from datasheet figures (a roofline "
+                                  "never held against a GPU), not compiled or run on a GPU",
+                "reference_basis": "XLA's reference, by the same roofline and credited with perfect fusion,"}
+
     def diagnose(self, est) -> list[str]:
         from .diagnosis import diagnose
 

@@ -54,7 +54,7 @@ def _kernel_dtype(dtype: str) -> str:
     return "int32" if dtype == "bool" else dtype
 
 
-def _jnp(dtype: str) -> str:
+def jnp_name(dtype: str) -> str:
     return "jnp.bool_" if dtype == "bool" else f"jnp.{dtype}"
 
 
@@ -132,7 +132,7 @@ def describe(spec: AttentionSpec, point: dict[str, int]) -> dict[str, Any]:
 # ---------------------------------------------------------------- the module
 
 
-def _view(op: Operand) -> tuple[list[int], list[tuple], bool]:
+def kernel_view(op: Operand) -> tuple[list[int], list[tuple], bool]:
     """(axes of the array in kernel order, their roles, whether a unit q/k axis is appended for a bias).
 
     Grid and extent-1 axes lead in array order, then the two blocked axes; an array already in that order is
@@ -151,7 +151,7 @@ def _view(op: Operand) -> tuple[list[int], list[tuple], bool]:
 
 
 def _view_source(op: Operand, arg: str) -> tuple[str, bool]:
-    perm, _, missing = _view(op)
+    perm, _, missing = kernel_view(op)
     text, moved = arg, perm != list(range(len(op.roles)))
     if moved:
         text = f"jnp.transpose({arg}, {tuple(perm)})"
@@ -166,7 +166,7 @@ def _view_source(op: Operand, arg: str) -> tuple[str, bool]:
 
 
 def _spec_source(op: Operand, arg: str, grid_names: list[str], k_index: str) -> str:
-    perm, roles, _ = _view(op)
+    perm, roles, _ = kernel_view(op)
     block, index = [], []
     for src, role in zip(perm + [None] * (len(roles) - len(perm)), roles, strict=False):
         kind = role[0]
@@ -216,7 +216,7 @@ class _Module:
         return re.sub(r"\{c(\d+)\}", lambda m: self.numbers[int(m[1])], text)
 
 
-def _module(spec: AttentionSpec, n_dynamic: int, numbers: list[str]) -> _Module:
+def module_parts(spec: AttentionSpec, n_dynamic: int, numbers: list[str]) -> _Module:
     args = [f"a{i}" for i in range(n_dynamic)]
     biases = spec.biases
     bnames = [f"b{i}" for i in range(len(biases))]
@@ -229,7 +229,7 @@ def _module(spec: AttentionSpec, n_dynamic: int, numbers: list[str]) -> _Module:
         if moved:
             transposed.append(name)
     out = spec.operand("out")
-    out_perm, out_roles, _ = _view(out)
+    out_perm, out_roles, _ = kernel_view(out)
     out_dims = [f"n{role[1]}" if role[0] == "grid" else {"one": "1", "q": "sq", "e": "ev"}[role[0]]
                 for role in out_roles]
     if out_perm != list(range(len(out.roles))):
@@ -249,7 +249,7 @@ def _doc_why(m: _Module, why: str) -> str:
             f"{' ' + heads[0][0].upper() + heads[0][1:] + '.' if heads else ''}{layout}")
 
 
-def _scores_source(m: _Module) -> list[str]:
+def scores_source(m: _Module) -> list[str]:
     score_args = ["s", "qpos", "kpos", *[f"g{g}" for g in range(m.ng)], *m.bnames]
     return [f"def _scores({', '.join(score_args)}, *, masked, sq, sk, hd, ev):",
             "    \"\"\"The reference's score pipeline on one (query block, key block) tile of q·kᵀ.\"\"\"",
@@ -265,7 +265,7 @@ def _step_source(m: _Module) -> list[str]:
         "    def _step(masked):",
         *[f"        {m.fill(line)}" for line in spec.q_lines + spec.k_lines + spec.v_lines],
         "        s = jax.lax.dot_general(q, k, (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32)",
-        *([f"        s = s.astype({_jnp(spec.dot1_dtype)})"] if spec.dot1_dtype != "float32" else []),
+        *([f"        s = s.astype({jnp_name(spec.dot1_dtype)})"] if spec.dot1_dtype != "float32" else []),
         "        qpos = q_lo + jax.lax.broadcasted_iota(jnp.int32, s.shape, 0)",
         "        kpos = k_lo + jax.lax.broadcasted_iota(jnp.int32, s.shape, 1)",
         f"        s = _scores(s, qpos, kpos, {''.join(f'g{g}, ' for g in range(m.ng))}"
@@ -279,7 +279,7 @@ def _step_source(m: _Module) -> list[str]:
         "        alpha = jnp.exp(m_prev - m_safe)",
         "        p = jnp.exp(s - m_safe)",
         "        l_next = alpha * l_ref[...][:, :1] + jnp.sum(p, axis=1, keepdims=True)",
-        f"        pv = jax.lax.dot_general(p.astype({_jnp(spec.p_dtype)}), v, (((1,), (0,)), ((), ())), "
+        f"        pv = jax.lax.dot_general(p.astype({jnp_name(spec.p_dtype)}), v, (((1,), (0,)), ((), ())), "
         "preferred_element_type=jnp.float32)",
         "        acc_ref[...] = alpha * acc_ref[...] + pv",
         "        m_ref[...] = jnp.broadcast_to(m_next, m_ref.shape)",
@@ -326,7 +326,7 @@ def _kernel_source(m: _Module) -> list[str]:
         "",
         f"    @pl.when(ki == pl.num_programs({ng + 1}) - 1)",
         "    def _finish():",
-        f"        o = (acc_ref[...] / l_ref[...][:, :1]).astype({_jnp(m.spec.dot2_dtype)})",
+        f"        o = (acc_ref[...] / l_ref[...][:, :1]).astype({jnp_name(m.spec.dot2_dtype)})",
         *[f"        {m.fill(line)}" for line in m.spec.out_lines],
         "        o_ref[...] = o.astype(o_ref.dtype)", "", ""]
 
@@ -370,7 +370,7 @@ def _computation_source(m: _Module) -> list[str]:
         *_key_block_source(m),
         "    out = pl.pallas_call(",
         "        functools.partial(_flash_attention_kernel, bq=bq, bk=bk, sq=sq, sk=sk, hd=hd, ev=ev),",
-        f"        out_shape=jax.ShapeDtypeStruct(({', '.join(m.out_dims)},), {_jnp(out.dtype)}),",
+        f"        out_shape=jax.ShapeDtypeStruct(({', '.join(m.out_dims)},), {jnp_name(out.dtype)}),",
         f"        grid=({''.join(n + ', ' for n in m.gnames)}nq, nk),",
         "        in_specs=[",
         *[f"            {s}," for s in in_specs],
@@ -390,8 +390,8 @@ def _computation_source(m: _Module) -> list[str]:
 def module_source(spec: AttentionSpec, task_id: str, params: dict[str, int], why: str, n_dynamic: int,
                   numbers: list[str]) -> str:
     """The candidate module: the score pipeline, the flash kernel, and ``computation`` around them."""
-    m = _module(spec, n_dynamic, numbers)
+    m = module_parts(spec, n_dynamic, numbers)
     header = HEADER.format(title=f"Flash attention for {task_id}.", task_id=task_id, why=_doc_why(m, why),
                            constants="\n".join(f"{key} = {value}" for key, value in params.items()),
                            block_helper=block_helper_source())
-    return "\n".join([header, "", *_scores_source(m), *_kernel_source(m), *_computation_source(m)])
+    return "\n".join([header, "", *scores_source(m), *_kernel_source(m), *_computation_source(m)])

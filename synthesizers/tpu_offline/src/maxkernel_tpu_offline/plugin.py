@@ -49,6 +49,7 @@ def register_llm_providers(register):
 
 
 def _selected(ctx, role: str) -> bool:
+    """Whether the run chose the offline synthesizer for ``role`` (the GPU templates' plugin asks too)."""
     try:
         return ctx.llm_for(role).provider.name == NAME
     except PluginError:
@@ -63,8 +64,8 @@ def _figures(s: Synthesis, point: dict[str, Any]) -> str:
     est = s.estimate_of(point)
     if est is None:
         return "not in the cost model's ranking (a hand-edited point)"
-    return (f"estimated {est.seconds * 1e6:,.1f} us, {est.bound}-bound, VMEM "
-            f"{max(k.vmem_bytes for k in est.kernels) / 2**20:.1f} MiB (cost-model estimate)")
+    return (f"estimated {est.seconds * 1e6:,.1f} us, {est.bound}-bound, {s.MEMORY} "
+            f"{max(k.vmem_bytes for k in est.kernels) / 2**20:.2f} MiB (cost-model estimate)")
 
 
 def _other_chip(ctx) -> str | None:
@@ -81,9 +82,12 @@ def agent_plan(task, history, ctx):
     if not _selected(ctx, "plan"):
         return None
     if _other_chip(ctx):
-        return Decline(f"the offline synthesizer's templates are Pallas TPU kernels; it has none for the "
-                       f"{ctx.backend.name} backend's {_other_chip(ctx).upper()} kernels yet: choose a model provider")
-    s = synthesis(task, ctx)
+        return None  # that chip's templates answer (a plugin of its backend), or no one does
+    return plan_from(task, history, ctx, synthesis(task, ctx))
+
+
+def plan_from(task, history, ctx, s):
+    """The planner role over ``s``, a synthesis of any chip's templates (the GPU's reuse it)."""
     memory = ctx.cache(NAME)
     new_lines = ctx.feedback[memory.get("feedback_read", 0):]
     memory["feedback_read"] = len(ctx.feedback)
@@ -143,9 +147,12 @@ def _plan_from_feedback(task, history, ctx, s: Synthesis, lines: list[str]):
 
 @hookimpl
 def agent_implement(task, plan, ctx):
-    if not _selected(ctx, "implement"):
+    if not _selected(ctx, "implement") or _other_chip(ctx):
         return None
-    s = synthesis(task, ctx)
+    return implement_from(task, plan, ctx, synthesis(task, ctx))
+
+
+def implement_from(task, plan, ctx, s):
     params = s.complete(plan.parameters)
     return Candidate(task.id, s.module(task.id, params), params, space=s.declared_space(), provenance=Provenance(
         role="implement", provider=NAME, model=s.analysis.template, strategy=ctx.config.strategy,
@@ -156,9 +163,12 @@ def agent_implement(task, plan, ctx):
 def agent_neighbours(task, candidate, ctx):
     """Single moves of one block constant around ``candidate``, those that fit VMEM first, then fastest
     (by the cost model): the order a search should try them in."""
-    if not _selected(ctx, "plan") or candidate.space is None:
+    if not _selected(ctx, "plan") or candidate.space is None or _other_chip(ctx):
         return None
-    s = synthesis(task, ctx)
+    return neighbours_from(candidate, synthesis(task, ctx))
+
+
+def neighbours_from(candidate, s):
     if candidate.space != s.declared_space():  # not a kernel of this template
         return None
     around = s.complete(candidate.parameters)
@@ -175,9 +185,12 @@ def agent_neighbours(task, candidate, ctx):
 def agent_debug(task, candidate, evaluation, attempts, ctx):
     """A VMEM overflow is a parameter problem: halve the largest block. Anything else, the templates being
     exact by construction, is not one this debugger can fix."""
-    if not _selected(ctx, "debug"):
+    if not _selected(ctx, "debug") or _other_chip(ctx):
         return None
-    s = synthesis(task, ctx)
+    return debug_from(task, candidate, evaluation, ctx, synthesis(task, ctx))
+
+
+def debug_from(task, candidate, evaluation, ctx, s):
     error = evaluation.compile_error
     over_vmem = (error is not None and error.kind == "vmem_overflow") or (
         evaluation.estimate is not None and evaluation.estimate.fits_memory is False)
@@ -189,4 +202,4 @@ def agent_debug(task, candidate, evaluation, attempts, ctx):
     return Candidate(task.id, s.module(task.id, point), point, parent_id=candidate.id, space=s.declared_space(),
                      provenance=Provenance(role="debug", provider=NAME, model=s.analysis.template,
                                            strategy=ctx.config.strategy,
-                                           transformation="VMEM overflow: halve the largest block"))
+                                           transformation=f"{s.MEMORY} overflow: halve the largest block"))

@@ -31,6 +31,9 @@ class OfflineDeclined(MaxKernelError):
 class Synthesis:
     """The task's template and its parameter space ranked by the cost model (fastest first)."""
 
+    #: the on-chip memory the blocks must fit, as plans and repairs name it
+    MEMORY = "VMEM"
+
     analysis: Analysis
     dtype: str
     ranked: list[tuple[dict[str, Any], Any]]
@@ -86,7 +89,20 @@ def synthesis(task, ctx) -> Synthesis:
         return cache["synthesis"]
 
 
-def synthesize(task, target: str) -> Synthesis:
+@frozen
+class TaskAnalysis:
+    """Which template a task's reference is, with its size-bound constants: chip-neutral, so another backend's
+    templates (the GPU's) can be written from it."""
+
+    analysis: Analysis
+    numbers: Any
+    n_dynamic: int
+    source: str
+    entry: str
+
+
+def analyse_task(task) -> TaskAnalysis:
+    """The reference traced at full size and analysed (``OfflineDeclined`` when no template takes it)."""
     from maxkernel_tpu_pallas import api
 
     module = api.load_reference(task)
@@ -96,6 +112,14 @@ def synthesize(task, target: str) -> Synthesis:
         analysis, numbers = _analyse(task, module, fn, shapes, static)
     except Declined as exc:
         raise OfflineDeclined(f"the offline synthesizer has no template for task {task.id}: {exc}") from exc
+    return TaskAnalysis(analysis, numbers, len(shapes), api.reference_source(task), task.metadata["entry"])
+
+
+def synthesize(task, target: str) -> Synthesis:
+    from maxkernel_tpu_pallas import api
+
+    found = analyse_task(task)
+    analysis, numbers = found.analysis, found.numbers
     dtype = _dtype(analysis)
     limit = vmem_limit(target)
     chip = api.chip_facts(target)
@@ -120,8 +144,7 @@ def synthesize(task, target: str) -> Synthesis:
         raise OfflineDeclined(f"the offline synthesizer has no template for task {task.id}: the {analysis.template} "
                               f"template does not fit: {need} of VMEM, the limit on {target} is "
                               f"{limit >> 20} MiB ({analysis.why})")
-    return Synthesis(analysis, dtype, ranked, len(shapes), api.reference_source(task), task.metadata["entry"],
-                     numbers)
+    return Synthesis(analysis, dtype, ranked, found.n_dynamic, found.source, found.entry, numbers)
 
 
 def vmem_limit(target: str) -> int:

@@ -50,19 +50,19 @@ def _load_lines(refs: list[tuple[str, str]]) -> list[str]:
     return [f"    {name} = {ref}[...]" for name, ref in refs]
 
 
-def _spec_for(kind: str, rows: str, cols: str, index_rows: str, index_cols: str) -> str:
+def spec_for(kind: str, rows: str, cols: str, index_rows: str, index_cols: str) -> str:
     shape = {"row": f"({rows}, {cols})", "col": f"(1, {cols})", "rowred": f"({rows}, 1)", "scalar": "(1, 1)"}[kind]
     index = {"row": f"({index_rows}, {index_cols})", "col": f"(0, {index_cols})", "rowred": f"({index_rows}, 0)",
              "scalar": "(0, 0)"}[kind]
     return shape, index
 
 
-def _view(kind: str, arg: str, d: str = "d") -> str:
+def view_of(kind: str, arg: str, d: str = "d") -> str:
     return {"row": f"{arg}.reshape(-1, {d})", "col": f"{arg}.reshape(1, -1)", "rowred": f"{arg}.reshape(-1, 1)",
             "scalar": f"{arg}.reshape(1, 1)"}[kind]
 
 
-def _output_shape_expr(a: Analysis, lead_arg: str) -> str:
+def output_shape_expr(a: Analysis, lead_arg: str) -> str:
     """The output shape in terms of the leading (row) input's shape at call time."""
     out = a.program.shapes[a.output]
     lead = a.program.shapes[a.program.inputs[0]] if a.template == "rowwise" else None
@@ -89,10 +89,10 @@ def rowwise_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str
     body = emit(a.kernel_eqns, names)
     specs = []
     for kind in kinds:
-        shape, index = _spec_for(kind, "rows_per_block", "d", "i", "0")
+        shape, index = spec_for(kind, "rows_per_block", "d", "i", "0")
         specs.append(f"pl.BlockSpec({shape}, lambda i: {index})")
     out_kind = a.kinds[a.output]
-    out_shape, out_index = _spec_for(out_kind, "rows_per_block", "d", "i", "0")
+    out_shape, out_index = spec_for(out_kind, "rows_per_block", "d", "i", "0")
     out_cols = "d" if out_kind == "row" else "1"
     lines = [HEADER.format(title=f"Row-wise Pallas TPU kernel for {task_id}.", template="rowwise", task_id=task_id,
                            why=f"Why it is exact: {a.why}. Each grid step loads BLOCK_ROWS whole rows into VMEM and "
@@ -106,7 +106,7 @@ def rowwise_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str
              f"    d = {args[lead]}.shape[-1]",
              f"    rows = {args[lead]}.size // d",
              f"    rows_per_block = _block(rows, BLOCK_ROWS, {sublane_align(dtype)})",
-             f"    views = [{', '.join(_view(k, arg) for k, arg in zip(kinds, args, strict=False))}]",
+             f"    views = [{', '.join(view_of(k, arg) for k, arg in zip(kinds, args, strict=False))}]",
              "    out = pl.pallas_call(",
              "        functools.partial(_rowwise_kernel, d=d, rows=rows),",
              f"        out_shape=jax.ShapeDtypeStruct((rows, {out_cols}), jnp.{np.dtype(a.program.dtypes[a.output]).name}),",
@@ -116,18 +116,18 @@ def rowwise_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str
              "        compiler_params=pltpu.CompilerParams(dimension_semantics=(\"parallel\",),",
              "                                             vmem_limit_bytes=VMEM_LIMIT_BYTES),",
              "    )(*views)",
-             *_finish(a, args[lead]), ""]
+             *finish_lines(a, args[lead]), ""]
     return "\n".join(lines)
 
 
-def _finish(a: Analysis, lead_arg: str) -> list[str]:
+def finish_lines(a: Analysis, lead_arg: str) -> list[str]:
     """The computation's last lines: the kernel's output in the reference's shape, or the scalar tail on it."""
     if a.tail_from is None:
-        return [f"    return out.reshape({_output_shape_expr(a, lead_arg)})"]
+        return [f"    return out.reshape({output_shape_expr(a, lead_arg)})"]
     from .scalar_tail import tail_lines
 
     lines, result = tail_lines(a.program.eqns[a.tail_from:], a.partial)
-    return [f"    partial = out.reshape({_output_shape_expr(a, lead_arg)})  # one value per row",
+    return [f"    partial = out.reshape({output_shape_expr(a, lead_arg)})  # one value per row",
             "    # the reduction over rows and the scalar ops after it: a few values, left to XLA", *lines,
             f"    return {result}"]
 
@@ -145,11 +145,11 @@ def matmul_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str,
     arg_of = dict(zip(program.inputs, args, strict=False))
     specs, views = [], []
     for name in epilogue_inputs:
-        shape, idx = _spec_for(a.kinds[name], "bm", "bn", "i", "j")
+        shape, idx = spec_for(a.kinds[name], "bm", "bn", "i", "j")
         specs.append(f"pl.BlockSpec({shape}, lambda i, j, kk: {idx})")
-        views.append(_view(a.kinds[name], arg_of[name], d="n"))
+        views.append(view_of(a.kinds[name], arg_of[name], d="n"))
     out_kind = a.kinds[a.output]
-    out_shape, out_idx = _spec_for(out_kind, "bm", "bn", "i", "j")
+    out_shape, out_idx = spec_for(out_kind, "bm", "bn", "i", "j")
     out_cols = "n" if out_kind == "row" else "1"
     reduce_note = " BLOCK_N covers all of N because the epilogue reduces over it." if a.reductions else ""
     refs = [f"{name}_ref" for name in epilogue_inputs]
@@ -183,7 +183,7 @@ def matmul_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str,
              "            dimension_semantics=(\"parallel\", \"parallel\", \"arbitrary\"),",
              "            vmem_limit_bytes=VMEM_LIMIT_BYTES),",
              f"    )(x, w{''.join(', ' + v for v in views)})",
-             f"    return out.reshape({_output_shape_expr(a, 'x')})", ""]
+             f"    return out.reshape({output_shape_expr(a, 'x')})", ""]
     return "\n".join(lines)
 
 
