@@ -26,7 +26,7 @@ os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 from maxkernel_tpu_pallas.profiling.calibration.fit import fit, summarize  # noqa: E402
 from maxkernel_tpu_pallas.profiling.calibration.fitset import build_points  # noqa: E402
 from maxkernel_tpu_pallas.profiling.calibration.plan import START, STAGES, TRANSFERS, write_model_section  # noqa: E402
-from maxkernel_tpu_pallas.profiling.extract import chip_figures  # noqa: E402
+from maxkernel_tpu_pallas.profiling.chip import chip_figures  # noqa: E402
 from maxkernel_tpu_pallas.profiling.params import FITTED, shipped_params  # noqa: E402
 from maxkernel_tpu_pallas.targets import TARGETS  # noqa: E402
 

@@ -26,16 +26,17 @@ sys.path.insert(0, str(REPO))
 
 from maxkernel_core import Candidate  # noqa: E402
 
-from maxkernel_tpu_pallas.judge.evaluator import Evaluator  # noqa: E402
-from maxkernel_tpu_pallas.sandbox.pool import Limits  # noqa: E402
-from maxkernel_tpu_pallas.tasks import load_task_at  # noqa: E402
+from maxkernel_pallas_judge.judge.evaluator import Evaluator  # noqa: E402
+from maxkernel_pallas_judge.sandbox.pool import Limits  # noqa: E402
+from maxkernel_pallas_judge.tasks import load_task_at  # noqa: E402
+from maxkernel_tpu_pallas.tpu_platform import TPU  # noqa: E402
 from tests.tpu_pallas.conftest import KERNELS, TASKS  # noqa: E402
 
 CASES = [("matmul", "honest_matmul.py"), ("rmsnorm", "honest_rmsnorm.py")]
 
 
 def per_candidate(task, code: str, n: int, spares: int) -> list[float]:
-    evaluator = Evaluator(Limits(timeout_s=300), fresh_inputs=3, spares=spares)
+    evaluator = Evaluator(Limits(timeout_s=300, platform=TPU.spec), fresh_inputs=3, spares=spares)
     try:
         evaluator.reference(task)  # the reference is computed once per task either way
         if spares:

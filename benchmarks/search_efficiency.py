@@ -38,7 +38,7 @@ TASKS = [REPO / "tests" / "tpu_pallas" / "tasks" / "matmul", REPO / "tests" / "t
 
 def synthesize(task_dir: Path, target: str):
     from maxkernel_tpu_offline.synthesis import synthesize as offline_synthesis
-    from maxkernel_tpu_pallas.tasks import load_task_at
+    from maxkernel_pallas_judge.tasks import load_task_at
 
     task = load_task_at(task_dir)
     return task, offline_synthesis(task, target)

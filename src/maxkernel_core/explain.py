@@ -11,10 +11,8 @@ def speed_sentence(profile, target: str) -> str:
     """What the headline figure is, in words a newcomer reads: which two times, of what kind, and what 1x means."""
     if not profile or not profile.seconds:
         return "Speed: not estimated or measured."
-    details = profile.details or {}
     if profile.estimated:
-        # a backend may say how its estimate was made (``estimate_basis`` in the profile's details)
-        basis = details.get("estimate_basis") or f"the program was compiled for {target} and modelled, not run on one"
+        basis = profile.estimate_basis or f"the program was compiled for {target} and modelled, not run on one"
         kind = f"estimated by the backend's cost model for {target} (an estimate: {basis})"
     else:
         kind = f"measured on a {target} device"
@@ -22,7 +20,7 @@ def speed_sentence(profile, target: str) -> str:
     if profile.speedup and profile.reference_seconds:
         faster = (f"{profile.speedup:.2f}x faster than" if profile.speedup >= 1
                   else f"{1 / profile.speedup:.2f}x slower than")
-        reference = details.get("reference_basis") or "XLA's own compilation of the task's reference"
+        reference = profile.reference_basis or "XLA's own compilation of the task's reference"
         text += (f" {reference} takes {profile.reference_seconds * 1e6:,.1f} us "
                  f"{'by the same model' if profile.estimated else 'measured the same way'}, so the kernel is "
                  f"{faster} XLA ({profile.speedup:.2f}x; above 1x is faster).")

@@ -233,6 +233,11 @@ class Profile:
     #: what the reference time stands for, in a sentence (e.g. the matmul precision XLA's reference runs at,
     #: which is why an f32 matmul can read below 1x); the run's closing line and report print it
     reference_note: str = ""
+    #: how an estimate was made, in a clause the speed sentence quotes ("the program was compiled for v6e and
+    #: modelled, not run on one"); empty: that default
+    estimate_basis: str = ""
+    #: what the reference time is, in the sentence's words ("XLA's own compilation of the task's reference")
+    reference_basis: str = ""
 
     @property
     def speedup(self) -> float | None:

@@ -13,7 +13,7 @@ from ..helpers import REPO
 PACKAGES = sorted(p for p in [*REPO.glob("src/*"), *REPO.glob("*/src/*"), *REPO.glob("*/*/src/*")]
                   if p.is_dir() and p.name.startswith("maxkernel") and (p / "__init__.py").exists())
 #: Where a backend's ``Evaluation.details`` / ``Profile.details`` are written, and may be read back (display).
-DETAILS_OWNERS = {"maxkernel_tpu_pallas"}
+DETAILS_OWNERS = {"maxkernel_tpu_pallas", "maxkernel_gpu_pallas", "maxkernel_pallas_judge"}
 
 
 def python_files(package: Path) -> list[Path]:

@@ -107,7 +107,7 @@ def test_an_unknown_section_is_an_error_once_the_plugins_sections_are_known(tmp_
 
 
 def _eval_section():
-    from maxkernel_tpu_pallas.settings import EvalSettings
+    from maxkernel_pallas_judge.settings import EvalSettings
 
     return EvalSettings
 

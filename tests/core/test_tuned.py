@@ -77,7 +77,7 @@ def test_a_tuned_kernel_that_fails_now_hands_over_to_the_search(parts):
 
 
 def test_export_import_and_check_through_the_cli(tmp_path):
-    from maxkernel_tpu_pallas.judge.fingerprint import compiler_versions
+    from maxkernel_pallas_judge.judge.fingerprint import compiler_versions
 
     home = tmp_path / "home"
     store = RunStore(home / "runs.db")

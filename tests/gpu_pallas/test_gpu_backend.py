@@ -67,15 +67,10 @@ def test_honest_gpu_kernels_are_lowered_for_cuda_and_correct(gpu_backend, task, 
     assert est.details["chip"]["name"].startswith("NVIDIA H100")
     assert "not held against a GPU measurement" in est.diagnosis[-1]
     assert ev.profile is None or ev.profile.estimated  # no device time without a GPU
-
-
-def test_triton_counted_the_kernels_matmul_work(gpu_backend):
-    """The checker reads the Triton IR: 2*M*N*K of the K loop's dots, equal to the CPU twin's count."""
-    t = _task(gpu_backend, "matmul_bias_gelu")
-    ev = _judge(gpu_backend, t, (KERNELS / "honest_matmul_bias_gelu.py").read_text())
-    m, k, n = 2048, 4096, 8192
-    assert ev.details["work"]["kernel_flops"] == 2 * m * k * n
-    assert ev.details["work"]["kernels"][0]["grid"] == [m // 64, n // 128]
+    if task == "matmul_bias_gelu":  # the checker read the Triton IR: 2*M*N*K of the K loop's dots, over the grid
+        m, k, n = 2048, 4096, 8192
+        assert ev.details["work"]["kernel_flops"] == 2 * m * k * n
+        assert ev.details["work"]["kernels"][0]["grid"] == [m // 64, n // 128]
 
 
 def test_a_block_triton_refuses_is_a_compile_error_with_the_candidate_line(gpu_backend):
@@ -90,8 +85,8 @@ def test_a_block_triton_refuses_is_a_compile_error_with_the_candidate_line(gpu_b
 
 @pytest.mark.parametrize("attack, status, reason", [
     ("size_switch.py", EvalStatus.REJECTED, r"at check size 1"),
-    ("patch_judge_modules.py", EvalStatus.REJECTED, r"replaces .*maxkernel_tpu_pallas\.judge"),
-    ("swap_code_objects.py", EvalStatus.REJECTED, r"replaces .*maxkernel_tpu_pallas\.judge.*tripwire"),
+    ("patch_judge_modules.py", EvalStatus.REJECTED, r"replaces .*maxkernel_pallas_judge\.judge"),
+    ("swap_code_objects.py", EvalStatus.REJECTED, r"replaces .*maxkernel_pallas_judge\.judge.*tripwire"),
     ("frame_reader.py", EvalStatus.INCORRECT, r""),
     ("forge_protocol.py", None, r""),
     # written with TPU-shaped kernels: Pallas lowers them with Mosaic GPU, which refuses them before any proof
@@ -136,17 +131,17 @@ def test_run_with_the_offline_provider_end_to_end_writes_a_verified_gpu_kernel(t
     """``maxkernel run --backend gpu_pallas --provider offline``: the GPU templates, judged by the shared judge."""
     out = tmp_path / "out"
     result = run_cli("run", "--task", str(TASKS / "rmsnorm"), "--backend", "gpu_pallas", "--target", "h200",
-                     "--provider", "offline", "--strategy", "auto", "--budget", "2", "--out", str(out), "--json",
+                     "--provider", "offline", "--strategy", "auto", "--budget", "1", "--out", str(out), "--json",
                      env={"MAXKERNEL_HOME": str(tmp_path / "home")}, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads(result.stdout)
-    assert (summary["status"], summary["target"], summary["evaluations"]) == ("ok", "h200", 2)
+    assert (summary["status"], summary["target"], summary["evaluations"]) == ("ok", "h200", 1)
     kernel = (out / "kernel.py").read_text()
     assert "from jax.experimental.pallas import triton as plgpu" in kernel and "GPU template: rowwise" in kernel
     assert "pltpu" not in kernel
     report = json.loads((out / "report.json").read_text())
     best = report["result"]["best"]["evaluation"]["estimate"]
-    assert best["estimated"] and "lowered for CUDA" in best["details"]["estimate_basis"]
-    assert "perfect fusion" in best["details"]["reference_basis"]
+    assert best["estimated"] and "lowered for CUDA" in best["estimate_basis"]
+    assert "perfect fusion" in best["reference_basis"]
     assert "lowered for CUDA" in report["headline"]
     assert "h200" in result.stderr and "lowered for CUDA and modelled from datasheet figures" in result.stderr

@@ -1,5 +1,6 @@
-"""The offline synthesizer's GPU templates: for the matmul + epilogue, row-wise and attention families, the
-best-ranked point's kernel lowers for CUDA (Triton) and passes the shared judge's interpret-mode check."""
+"""The offline synthesizer's GPU templates: for the matmul + epilogue and attention families, the best-ranked
+point's kernel lowers for CUDA (Triton) and passes the shared judge's interpret-mode check (the row-wise family
+is the end-to-end run's, test_gpu_backend.py)."""
 
 from __future__ import annotations
 
@@ -22,11 +23,10 @@ def gpu_backend():
 
 @pytest.mark.parametrize("task_path, template", [
     ("tests/tpu_pallas/tasks/matmul_bias_gelu", "matmul_epilogue"),
-    ("tests/tpu_pallas/tasks/rmsnorm", "rowwise"),
     ("jaxbench/1p_Flash_Attention", "attention"),
 ])
 def test_each_family_gets_a_gpu_kernel_that_lowers_and_is_correct(gpu_backend, task_path, template):
-    from maxkernel_gpu_pallas.offline.synthesis import synthesize
+    from maxkernel_gpu_offline.synthesis import synthesize
 
     task = gpu_backend.load_task(str(REPO / task_path))
     s = synthesize(task, "h100")
@@ -40,16 +40,9 @@ def test_each_family_gets_a_gpu_kernel_that_lowers_and_is_correct(gpu_backend, t
     assert ev.status is EvalStatus.OK, ev.reason
     assert {c.name for c in ev.checks} >= {"proof_of_kernel", "gpu_compile", "correctness"}
     assert ev.details["work"]["kernels"][0]["lowering"] == "triton"
-
-
-def test_only_power_of_two_tiles_are_offered(gpu_backend):
-    """Triton's rule: a point whose tile is not a power of 2 at the task's size is never in the ranking."""
-    from maxkernel_gpu_pallas.offline.synthesis import synthesize
-
-    task = gpu_backend.load_task(str(REPO / "tests/tpu_pallas/tasks/matmul_bias_gelu"))
-    s = synthesize(task, "h100")
-    moves = s.neighbours(s.ranked[0][0])
-    assert moves and all(label.split()[0] in s.ranked[0][0] for label, _ in moves)
-    for point, _ in s.ranked:
-        assert all(v & (v - 1) == 0 for k, v in point.items() if k.startswith("BLOCK"))
-    assert s.shrink_largest({"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 32, "NUM_WARPS": 4, "NUM_STAGES": 3}) is None
+    # Triton's rule: only power-of-2 tiles are offered; moves change one constant; a repair halves a tile
+    assert all(v & (v - 1) == 0 for p, _ in s.ranked for k, v in p.items() if k.startswith("BLOCK"))
+    assert all(label.split()[0] in point for label, _ in s.neighbours(point))
+    smallest = {k: v[0] for k, v in s.declared_space().as_dict().items()} if hasattr(s.declared_space(), "as_dict") \
+        else {p.name: p.values[0] for p in s.declared_space().parameters}
+    assert s.shrink_largest(smallest) is None and s.shrink_largest(point) != point

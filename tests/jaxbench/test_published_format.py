@@ -10,8 +10,10 @@ from pathlib import Path
 import jax
 import pytest
 
-from maxkernel_tpu_pallas import tasks
-from maxkernel_tpu_pallas.judge import inputs
+from maxkernel_pallas_judge import tasks
+from maxkernel_pallas_judge.judge import inputs
+from maxkernel_pallas_judge.sandbox.pool import Limits
+from maxkernel_tpu_pallas.tpu_platform import TPU
 
 from ..helpers import run_cli
 
@@ -48,9 +50,9 @@ def test_a_python_int_among_the_inputs_stays_static_and_the_reference_traces():
     task = tasks.load_task_at(FOLDER / "90x_Grouped_Rows")
     _, shapes, static = abstract(task)
     assert shapes == [((1024, 256), "bfloat16"), ((8,), "int32")] and static == (128,)
-    from maxkernel_tpu_pallas.judge.evaluator import Evaluator
+    from maxkernel_pallas_judge.judge.evaluator import Evaluator
 
-    evaluator = Evaluator(fresh_inputs=1, spares=0)
+    evaluator = Evaluator(Limits(platform=TPU.spec), fresh_inputs=1, spares=0)
     try:
         ref = evaluator.reference(task, "v5e")  # traced abstractly, the int still an int: no __index__ error
     finally:

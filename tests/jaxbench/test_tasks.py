@@ -16,7 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from maxkernel_tpu_pallas import tasks
+from maxkernel_pallas_judge import tasks
+from maxkernel_pallas_judge.sandbox.pool import Limits
+from maxkernel_tpu_pallas.tpu_platform import TPU
 
 ROOT = Path(__file__).resolve().parents[2] / "jaxbench"
 
@@ -61,9 +63,9 @@ def test_task_loads_with_both_sizes_seeds_and_flops(task_id):
 
 @pytest.fixture(scope="module")
 def evaluator():
-    from maxkernel_tpu_pallas.judge.evaluator import Evaluator
+    from maxkernel_pallas_judge.judge.evaluator import Evaluator
 
-    ev = Evaluator(fresh_inputs=1, spares=0)
+    ev = Evaluator(Limits(platform=TPU.spec), fresh_inputs=1, spares=0)
     yield ev
     ev.close()
 

@@ -22,7 +22,7 @@ import pytest
 import yaml
 from jax.extend import core as jex
 
-from maxkernel_tpu_pallas.judge.compare import compare
+from maxkernel_pallas_judge.judge.compare import compare
 
 ROOT = Path(__file__).resolve().parents[2] / "jaxbench"
 TASKS = sorted(p.name for p in ROOT.iterdir() if (p / "kernel_task.yaml").exists())

@@ -9,7 +9,7 @@ import pytest
 from maxkernel_core import EvalStatus
 
 from maxkernel_tpu_offline import synthesis
-from maxkernel_tpu_pallas.tasks import load_task_at
+from maxkernel_pallas_judge.tasks import load_task_at
 
 from ..tpu_pallas.conftest import HERE as TPU_TESTS
 from .test_synthesizer import offline_session

@@ -14,8 +14,9 @@ from ..helpers import REPO, run_cli
 from ..tpu_pallas.conftest import KERNELS, TASKS
 
 OFFLINE = REPO / "synthesizers" / "tpu_offline" / "src" / "maxkernel_tpu_offline"
+#: Everything but the synthesizer and its extensions (its GPU templates plug into its roles).
 OTHER_PACKAGES = [p for p in [*REPO.glob("src/*"), *REPO.glob("*/src/*"), *REPO.glob("*/*/src/*")]
-                  if p.is_dir() and p.name.startswith("maxkernel") and p != OFFLINE]
+                  if p.is_dir() and p.name.startswith("maxkernel") and p.parents[2].name != "synthesizers"]
 
 # Makes `import maxkernel_tpu_offline` fail in the interpreter, as if the distribution were not installed.
 BLOCKER = textwrap.dedent("""
@@ -55,7 +56,8 @@ def test_the_synthesizer_uses_only_the_backends_public_api():
 
 def test_asking_for_it_when_it_is_absent_says_how_to_get_it(tmp_path):
     (tmp_path / "sitecustomize.py").write_text(BLOCKER)
-    env = {"MAXKERNEL_HOME": str(tmp_path / "home"), "MAXKERNEL_DISABLE_PLUGINS": "offline"}
+    # without the synthesizer, its GPU templates (an extension that depends on it) are not installed either
+    env = {"MAXKERNEL_HOME": str(tmp_path / "home"), "MAXKERNEL_DISABLE_PLUGINS": "offline,gpu_offline"}
     listed = run_cli("plugins", "--json", env=env, pythonpath=[tmp_path])
     assert listed.returncode == 0, listed.stderr
     assert "offline" not in [row["name"] for row in json.loads(listed.stdout)]
@@ -69,7 +71,8 @@ def test_asking_for_it_when_it_is_absent_says_how_to_get_it(tmp_path):
 @pytest.mark.slow
 def test_everything_else_works_without_it(tmp_path):
     (tmp_path / "sitecustomize.py").write_text(BLOCKER)
-    env = {"MAXKERNEL_HOME": str(tmp_path / "home"), "MAXKERNEL_DISABLE_PLUGINS": "offline"}
+    # without the synthesizer, its GPU templates (an extension that depends on it) are not installed either
+    env = {"MAXKERNEL_HOME": str(tmp_path / "home"), "MAXKERNEL_DISABLE_PLUGINS": "offline,gpu_offline"}
     result = run_cli("eval", "--task", str(TASKS / "rmsnorm"), "--kernel", str(KERNELS / "honest_rmsnorm.py"),
                      "--json", env=env, pythonpath=[tmp_path], timeout=600)
     assert result.returncode == 0, result.stderr

@@ -125,7 +125,7 @@ def test_matmuls_inside_scans_and_loops_reach_the_kernel(interpret):
 
     x, ws = jax.random.normal(jax.random.key(2), (32, 128)), jax.random.normal(jax.random.key(3), (3, 128, 128)) / 11
     closed = jax.make_jaxpr(staged_runtime._with_kernels(fn, 2))(x, ws)
-    from maxkernel_tpu_pallas.judge.work import work_stats
+    from maxkernel_pallas_judge.judge.work import work_stats
 
     stats = work_stats(closed)
     assert stats["glue_flops"] == 0 and stats["kernel_flops"] >= 5 * 2 * 32 * 128 * 128
@@ -145,7 +145,7 @@ def test_staged_blocks_are_always_legal(n, target, align):
 def test_the_planners_kernel_descriptions_are_what_the_judge_extracts(monkeypatch):
     """The VMEM the planner ranks by is the VMEM of the kernels the runtime emits: an f32 output under
     preferred_element_type (bf16 inputs) counts 4 bytes, not the inputs' 2 (9p's first point overflowed)."""
-    from maxkernel_tpu_pallas.profiling.extract import describe_kernels
+    from maxkernel_pallas_judge.profiling.extract import describe_kernels
 
     from maxkernel_tpu_offline.staged import describe
 

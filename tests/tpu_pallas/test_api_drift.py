@@ -7,7 +7,7 @@ import pytest
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from maxkernel_tpu_pallas.judge.api_drift import hint
+from maxkernel_pallas_judge.judge.api_drift import hint
 
 
 def raised(fn) -> BaseException:

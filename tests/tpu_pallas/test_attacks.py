@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from maxkernel_core import Candidate, EvalStatus
+from maxkernel_tpu_pallas.tpu_platform import TPU
 
 from .conftest import KERNELS
 
@@ -47,8 +48,8 @@ def gemm(task_of):
     ("static_loop_gemm.py", r"matmul/conv FLOPs .* run in jnp outside pallas_call"),
     ("unknown_primitive_gemm.py", r"triangular_solve outside pallas_call"),
     ("size_switch.py", r"at check size 1"),
-    ("patch_judge_modules.py", r"replaces .*maxkernel_tpu_pallas\.judge"),
-    ("swap_code_objects.py", r"replaces .*maxkernel_tpu_pallas\.judge.*tripwire"),
+    ("patch_judge_modules.py", r"replaces .*maxkernel_pallas_judge\.judge"),
+    ("swap_code_objects.py", r"replaces .*maxkernel_pallas_judge\.judge.*tripwire"),
 ])
 def test_hidden_work_switched_programs_and_patches_are_rejected(tpu_backend, gemm, attack, reason):
     ev = judge_attack(tpu_backend, gemm, attack)
@@ -114,8 +115,8 @@ def test_a_daemon_dies_with_its_evaluation_and_touches_no_other_worker(tpu_backe
 
 @pytest.mark.skipif(not __import__("shutil").which("bwrap"), reason="needs bubblewrap (make installs it)")
 def test_a_worker_sees_no_orchestrator_no_other_worker_no_run_store_no_network(gemm, tmp_path, monkeypatch):
-    from maxkernel_tpu_pallas.judge.evaluator import Evaluator
-    from maxkernel_tpu_pallas.sandbox.pool import Limits
+    from maxkernel_pallas_judge.judge.evaluator import Evaluator
+    from maxkernel_pallas_judge.sandbox.pool import Limits
 
     home = tmp_path / "home"
     home.mkdir()
@@ -125,7 +126,7 @@ def test_a_worker_sees_no_orchestrator_no_other_worker_no_run_store_no_network(g
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
-    evaluator = Evaluator(Limits(timeout_s=120), fresh_inputs=0, spares=1)
+    evaluator = Evaluator(Limits(timeout_s=120, platform=TPU.spec), fresh_inputs=0, spares=1)
     try:
         source = attack_source("sandbox_probe.py", MAXKERNEL_HOME=str(home), PORT=str(listener.getsockname()[1]))
         ev = evaluator.evaluate(gemm, Candidate(gemm.id, source), target="v5e")

@@ -10,7 +10,7 @@ import pytest
 from maxkernel_tpu_pallas.profiling.calibration.fit import fit, predict
 from maxkernel_tpu_pallas.profiling.calibration.fitset import DATA, load_data
 from maxkernel_tpu_pallas.profiling.calibration.plan import STAGES
-from maxkernel_tpu_pallas.profiling.extract import chip_figures
+from maxkernel_tpu_pallas.profiling.chip import chip_figures
 from maxkernel_tpu_pallas.profiling.params import CHIPS_DIR, FITTED, model_params, shipped_params
 
 from ..helpers import run_cli

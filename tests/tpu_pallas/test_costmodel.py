@@ -11,7 +11,8 @@ from jax.experimental.pallas import tpu as pltpu
 from maxkernel_tpu_pallas.judge.compile import compile_for_target
 from maxkernel_tpu_pallas.profiling.costmodel import estimate, generation_constants, tile_padded_bytes, with_glue
 from maxkernel_tpu_pallas.profiling.diagnosis import diagnose
-from maxkernel_tpu_pallas.profiling.extract import chip_figures, describe_kernels
+from maxkernel_pallas_judge.profiling.extract import describe_kernels
+from maxkernel_tpu_pallas.profiling.chip import chip_figures
 from maxkernel_tpu_pallas.profiling.params import shipped_params
 
 KIB, MIB = 1 << 10, 1 << 20

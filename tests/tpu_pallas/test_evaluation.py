@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from maxkernel_core import Candidate, EvalStatus
+from maxkernel_tpu_pallas.tpu_platform import TPU
 
 from .conftest import kernel_source
 
@@ -105,10 +106,10 @@ def test_compile_error_points_at_the_kernel_line(tpu_backend, task_of):
 
 
 def test_infinite_loop_times_out_and_the_pool_goes_on(task_of):
-    from maxkernel_tpu_pallas.judge.evaluator import Evaluator
-    from maxkernel_tpu_pallas.sandbox.pool import Limits
+    from maxkernel_pallas_judge.judge.evaluator import Evaluator
+    from maxkernel_pallas_judge.sandbox.pool import Limits
 
-    evaluator = Evaluator(Limits(timeout_s=20), fresh_inputs=1, spares=1)
+    evaluator = Evaluator(Limits(timeout_s=20, platform=TPU.spec), fresh_inputs=1, spares=1)
     try:
         task = task_of("matmul")
         hung = evaluator.evaluate(task, Candidate(task.id, kernel_source("hang_infinite_loop.py")), target="v5e")
@@ -121,10 +122,10 @@ def test_infinite_loop_times_out_and_the_pool_goes_on(task_of):
 
 
 def test_large_allocation_under_a_small_memory_limit_is_recorded(task_of):
-    from maxkernel_tpu_pallas.judge.evaluator import Evaluator
-    from maxkernel_tpu_pallas.sandbox.pool import Limits
+    from maxkernel_pallas_judge.judge.evaluator import Evaluator
+    from maxkernel_pallas_judge.sandbox.pool import Limits
 
-    evaluator = Evaluator(Limits(timeout_s=120, memory_mb=4096), fresh_inputs=0, spares=0)
+    evaluator = Evaluator(Limits(timeout_s=120, memory_mb=4096, platform=TPU.spec), fresh_inputs=0, spares=0)
     try:
         task = task_of("rmsnorm")
         ev = evaluator.evaluate(task, Candidate(task.id, kernel_source("crash_big_allocation.py")), target="v5e")
@@ -134,8 +135,8 @@ def test_large_allocation_under_a_small_memory_limit_is_recorded(task_of):
 
 
 def test_worker_environment_has_no_api_keys_and_no_network(task_of, monkeypatch, tmp_path):
-    from maxkernel_tpu_pallas.judge.evaluator import Evaluator
-    from maxkernel_tpu_pallas.sandbox.pool import Limits
+    from maxkernel_pallas_judge.judge.evaluator import Evaluator
+    from maxkernel_pallas_judge.sandbox.pool import Limits
 
     monkeypatch.setenv("GEMINI_API_KEY", "secret-gemini")
     monkeypatch.setenv("OPENAI_API_KEY", "secret-openai")
@@ -145,7 +146,7 @@ def test_worker_environment_has_no_api_keys_and_no_network(task_of, monkeypatch,
         "assert os.environ['HOME'] == os.getcwd()\n"
         "try:\n    socket.create_connection(('127.0.0.1', 9), timeout=2)\nexcept OSError:\n    pass\n"
         "else:\n    raise AssertionError('network reachable')\n")
-    evaluator = Evaluator(Limits(timeout_s=120), fresh_inputs=0, spares=0)
+    evaluator = Evaluator(Limits(timeout_s=120, platform=TPU.spec), fresh_inputs=0, spares=0)
     try:
         task = task_of("rmsnorm")
         ev = evaluator.evaluate(task, Candidate(task.id, probe), target="v5e")

@@ -31,7 +31,7 @@ def test_fingerprint_is_stable_and_follows_task_files_target_and_calibration(tmp
 
 
 def test_a_pytorch_tasks_fingerprint_follows_torch_and_torchax(monkeypatch):
-    from maxkernel_tpu_pallas.judge import fingerprint as module
+    from maxkernel_pallas_judge.judge import fingerprint as module
 
     task = Path(__file__).parent / "kernelbench" / "torch_module.py"
     base = fingerprint(task)

@@ -8,9 +8,9 @@ import jax.numpy as jnp
 import pytest
 from jax import export
 
-from maxkernel_tpu_pallas.judge import program
-from maxkernel_tpu_pallas.judge.check_job import mirrors
-from maxkernel_tpu_pallas.judge.hlo_work import UNBOUNDED_TRIPS, program_work
+from maxkernel_pallas_judge.judge import program
+from maxkernel_pallas_judge.judge.check_job import mirrors
+from maxkernel_pallas_judge.judge.hlo_work import UNBOUNDED_TRIPS, program_work
 from maxkernel_tpu_pallas.tpu_platform import TPU
 
 from .conftest import KERNELS, kernel_source
@@ -59,7 +59,7 @@ def test_mosaic_kernels_and_their_interpret_twin_agree(kernel):
     shapes = ([X, W] if kernel == "honest_matmul.py"
               else [X, W, jax.ShapeDtypeStruct((128,), jnp.float32)])
     closed = jax.make_jaxpr(module["computation"])(*shapes)
-    tpu = program_work(export.deserialize(bytearray(program.export_tpu(closed, "v5e"))).mlir_module(), platform=TPU)
+    tpu = program_work(export.deserialize(bytearray(TPU.export(closed, "v5e"))).mlir_module(), platform=TPU)
     cpu = program_work(export.deserialize(bytearray(program.export_cpu_interpret(closed))).mlir_module(), platform=TPU)
     assert tpu["pallas_calls"] == cpu["pallas_calls"] == 1
     assert tpu["kernel_flops"] == cpu["kernel_flops"] == DOT and tpu["kernels"][0]["grid"]
@@ -91,7 +91,7 @@ def test_the_owned_scope_of_the_reference_is_counted_apart_and_its_dots_are_mark
 
 
 def test_the_proof_allows_the_references_unowned_dots_and_nothing_in_their_place():
-    from maxkernel_tpu_pallas.judge.proof import verdict
+    from maxkernel_pallas_judge.judge.proof import verdict
 
     text = export.export(jax.jit(projection_then_attention), platforms=["tpu"])(*ATTN).mlir_module()
     reference = program_work(text, "attention", platform=TPU)

@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 from maxkernel_core import Candidate, EvalStatus, TaskError
 
-from maxkernel_tpu_pallas import tasks
-from maxkernel_tpu_pallas.judge.evaluator import Evaluator
-from maxkernel_tpu_pallas.judge.small_size import derive, ordered_shrink, shrink
-from maxkernel_tpu_pallas.judge.task_module import load_task_module, read_by_computation, size_constants
+from maxkernel_pallas_judge import tasks
+from maxkernel_pallas_judge.judge.evaluator import Evaluator
+from maxkernel_pallas_judge.judge.small_size import derive, ordered_shrink, shrink
+from maxkernel_pallas_judge.judge.task_module import load_task_module, read_by_computation, size_constants
+from maxkernel_pallas_judge.sandbox.pool import Limits
+from maxkernel_tpu_pallas.tpu_platform import TPU
 
 from .conftest import HERE, kernel_source
 
@@ -89,7 +91,7 @@ def test_the_derived_size_is_the_gentlest_under_the_limit():
 
 @pytest.fixture(scope="module")
 def evaluator():
-    ev = Evaluator(fresh_inputs=1, spares=1)
+    ev = Evaluator(Limits(platform=TPU.spec), fresh_inputs=1, spares=1)
     yield ev
     ev.close()
 

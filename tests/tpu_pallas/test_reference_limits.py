@@ -10,8 +10,10 @@ import time
 import pytest
 from maxkernel_core import Candidate, EvalStatus, TaskError
 
-from maxkernel_tpu_pallas import tasks
-from maxkernel_tpu_pallas.judge.evaluator import Evaluator
+from maxkernel_pallas_judge import tasks
+from maxkernel_pallas_judge.judge.evaluator import Evaluator
+from maxkernel_pallas_judge.sandbox.pool import Limits
+from maxkernel_tpu_pallas.tpu_platform import TPU
 
 from .conftest import TASKS, kernel_source
 
@@ -35,7 +37,7 @@ def hanging_task(folder):
 
 
 def test_a_reference_that_hangs_fails_within_its_limit_naming_the_stage(tmp_path):
-    evaluator = Evaluator(fresh_inputs=1, spares=0, reference_timeout_s=20)
+    evaluator = Evaluator(Limits(platform=TPU.spec), fresh_inputs=1, spares=0, reference_timeout_s=20)
     start = time.monotonic()
     try:
         with pytest.raises(TaskError) as err:
@@ -49,7 +51,7 @@ def test_a_reference_that_hangs_fails_within_its_limit_naming_the_stage(tmp_path
 
 
 def test_past_the_compile_limit_the_task_is_judged_without_xlas_estimate(tmp_path):
-    evaluator = Evaluator(fresh_inputs=1, spares=0, reference_compile_timeout_s=0.001)
+    evaluator = Evaluator(Limits(platform=TPU.spec), fresh_inputs=1, spares=0, reference_compile_timeout_s=0.001)
     try:
         task = tasks.load_task_at(TASKS / "rmsnorm")
         ref = evaluator.reference(task, "v5e")

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from maxkernel_core import Candidate, EvalStatus
 
-from maxkernel_tpu_pallas.sandbox import protocol
+from maxkernel_pallas_judge.sandbox import protocol
+from maxkernel_tpu_pallas.tpu_platform import TPU
 
 from .conftest import kernel_source
 
@@ -70,9 +71,9 @@ def test_a_spare_started_from_a_finished_thread_pool_stays_alive():
     import time
     from concurrent.futures import ThreadPoolExecutor
 
-    from maxkernel_tpu_pallas.sandbox.pool import Limits, WorkerPool
+    from maxkernel_pallas_judge.sandbox.pool import Limits, WorkerPool
 
-    pool = WorkerPool(Limits(), spares=1)
+    pool = WorkerPool(Limits(platform=TPU.spec), spares=1)
     try:
         with ThreadPoolExecutor(2) as batch:
             batch.submit(pool.warm_up).result()
@@ -88,7 +89,7 @@ def test_a_spare_started_from_a_finished_thread_pool_stays_alive():
 def test_with_bubblewrap_installed_the_sandbox_is_bwrap_not_the_fallback():
     """A machine with bwrap must judge in it: a silent fallback (e.g. a venv under /tmp hidden by the
     sandbox's private /tmp) would weaken every verdict without a failing check."""
-    from maxkernel_tpu_pallas.sandbox import bwrap
+    from maxkernel_pallas_judge.sandbox import bwrap
 
     assert bwrap.probe() == (True, "")
     assert bwrap.sandbox_name() == "bwrap"

@@ -10,7 +10,8 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tpu_pallas.profiling.costmodel import estimate
-from maxkernel_tpu_pallas.profiling.extract import chip_figures, describe_kernels
+from maxkernel_pallas_judge.profiling.extract import describe_kernels
+from maxkernel_tpu_pallas.profiling.chip import chip_figures
 from maxkernel_tpu_pallas.profiling.params import shipped_params
 from maxkernel_tpu_pallas.profiling.units import compute_seconds
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from maxkernel_core import TaskError
 
-from maxkernel_tpu_pallas import tasks
+from maxkernel_pallas_judge import tasks
 
 from ..helpers import run_cli
 from .conftest import TASKS

@@ -8,11 +8,13 @@ import numpy as np
 import pytest
 from maxkernel_core import Task
 
-from maxkernel_tpu_pallas.judge.evaluator import Evaluator, ReferenceData
-from maxkernel_tpu_pallas.judge.timing import time_on_device
-from maxkernel_tpu_pallas.judge.verdict import Verdict
-from maxkernel_tpu_pallas.profiling.xplane import TraceError
-from maxkernel_tpu_pallas.sandbox.pool import JobOutcome
+from maxkernel_pallas_judge.judge.evaluator import Evaluator, ReferenceData
+from maxkernel_pallas_judge.judge.timing import time_on_device
+from maxkernel_pallas_judge.judge.verdict import Verdict
+from maxkernel_pallas_judge.profiling.xplane import TraceError
+from maxkernel_pallas_judge.sandbox.pool import JobOutcome
+from maxkernel_pallas_judge.sandbox.pool import Limits
+from maxkernel_tpu_pallas.tpu_platform import TPU
 
 
 def test_timing_on_a_cpu_is_an_error_not_a_zero(tmp_path):
@@ -20,7 +22,7 @@ def test_timing_on_a_cpu_is_an_error_not_a_zero(tmp_path):
         time_on_device(lambda x: jnp.tanh(x @ x), (jnp.ones((128, 128)),), trace_root=tmp_path, warmup=1, runs=2)
 
 
-EVALUATOR = Evaluator(spares=0)  # no worker is started: only the parent-side handling is exercised
+EVALUATOR = Evaluator(Limits(platform=TPU.spec), spares=0)  # no worker is started: only the parent-side handling is exercised
 
 
 def _reference(outputs):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from maxkernel_tpu_pallas.judge.work import work_stats
+from maxkernel_pallas_judge.judge.work import work_stats
 
 
 def test_ragged_dot_counts_its_flops_as_glue_matmul_work():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from maxkernel_tpu_pallas.judge.evaluator import ReferenceData
+from maxkernel_pallas_judge.judge.evaluator import ReferenceData
 from maxkernel_tpu_pallas.profiling.params import shipped_params
 
 CHIP = {"mem_bw_bytes_per_second": 8.2e11, "bf16_ops_per_second": 1.97e14, "mxu_column_size": 128, "num_mxus": 4}

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import pytest
 
 from maxkernel_tpu_pallas.profiling.calibration.fitset import compiled_program
-from maxkernel_tpu_pallas.profiling.extract import chip_figures
+from maxkernel_tpu_pallas.profiling.chip import chip_figures
 from maxkernel_tpu_pallas.profiling.hlo_program import describe_program
 from maxkernel_tpu_pallas.profiling.params import shipped_params
 from maxkernel_tpu_pallas.profiling.xla_model import estimate_program

@@ -17,10 +17,7 @@ from pathlib import Path
 import pytest
 from jax.profiler import ProfileData
 
-from maxkernel_tpu_pallas.profiling.xplane import (
-    DeviceTime, TraceError, TraceEvent, device_planes, device_time, events, find_xplane_files,
-    host_planes, load_xspace, top_ops, union_duration_ps,
-)
+from maxkernel_pallas_judge.profiling.xplane import DeviceTime, TraceError, TraceEvent, device_planes, device_time, events, find_xplane_files, host_planes, load_xspace, top_ops, union_duration_ps
 
 from ..helpers import REPO
 

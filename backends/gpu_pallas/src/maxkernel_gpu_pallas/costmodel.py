@@ -28,7 +28,7 @@ import math
 from typing import Any
 
 from attrs import define
-from maxkernel_tpu_pallas.profiling.costmodel import CostEstimate, KernelCost, OperandCost
+from maxkernel_pallas_judge.profiling.records import CostEstimate, KernelCost, OperandCost
 
 #: Launch and tail cost per kernel, seconds (an assumption stated in docs/gpu.md).
 LAUNCH_S = 4e-6

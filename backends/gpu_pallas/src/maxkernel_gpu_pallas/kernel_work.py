@@ -19,7 +19,7 @@ import math
 from typing import Any
 
 from jax._src.lib.mlir import ir
-from maxkernel_tpu_pallas.judge.hlo_values import UNBOUNDED_TRIPS
+from maxkernel_pallas_judge.judge.hlo_values import UNBOUNDED_TRIPS
 
 TRITON = "__gpu$xla.gpu.triton"
 MOSAIC_GPU = ("mosaic_gpu_v2", "mosaic_gpu")

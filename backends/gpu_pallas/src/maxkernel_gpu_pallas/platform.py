@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from maxkernel_tpu_pallas.judge.platform import Platform
+from maxkernel_pallas_judge.judge.platform import Platform
 
 from .targets import chip_figures
 
@@ -43,9 +43,13 @@ class GpuPlatform(Platform):
     label = "GPU"
     compile_check = "gpu_compile"
     spec = "maxkernel_gpu_pallas.platform:GPU"
+    watched = ("maxkernel_gpu_pallas", "jax.experimental.pallas.triton", "jax.experimental.pallas.mosaic_gpu")
     memory_name = "shared memory"
     memory_headroom = 1.0
     limit_digits = 2
+    estimate_basis = ("the program was lowered for CUDA and modelled from datasheet figures (a roofline never held "
+                      "against a GPU), not compiled or run on a GPU")
+    reference_basis = "XLA's reference, by the same roofline and credited with perfect fusion,"
 
     def attached(self) -> bool:
         return Path("/dev/nvidia0").exists() or Path("/dev/nvidiactl").exists()
@@ -89,7 +93,7 @@ class GpuPlatform(Platform):
         if not _on_gpu():
             return _lowered_only(start)
         import jax
-        from maxkernel_tpu_pallas.judge.compile import memory_figures, trim_error
+        from maxkernel_pallas_judge.judge.errors import memory_figures, trim_error
 
         try:
             device = jax.devices("gpu")[0]
@@ -111,7 +115,7 @@ class GpuPlatform(Platform):
             traced = jax.jit(fn).trace(*shapes)
             cost = traced.lower(lowering_platforms=("cuda",)).cost_analysis() or {}
         except Exception as exc:
-            from maxkernel_tpu_pallas.judge.compile import trim_error
+            from maxkernel_pallas_judge.judge.errors import trim_error
 
             return {"ok": False, "seconds": time.monotonic() - start, "error": trim_error(exc, source_file)}
         outs = jax.tree_util.tree_leaves(traced.out_info)
@@ -138,12 +142,6 @@ class GpuPlatform(Platform):
 
     def fits(self, est) -> bool:
         return est.fits_vmem
-
-    def details(self, est, xla_seconds: float | None) -> dict[str, Any]:
-        return {**super().details(est, xla_seconds),
-                "estimate_basis": "the program was lowered for CUDA and modelled from datasheet figures (a roofline "
-                                  "never held against a GPU), not compiled or run on a GPU",
-                "reference_basis": "XLA's reference, by the same roofline and credited with perfect fusion,"}
 
     def diagnose(self, est) -> list[str]:
         from .diagnosis import diagnose

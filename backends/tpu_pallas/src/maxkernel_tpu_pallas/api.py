@@ -16,7 +16,7 @@ from typing import Any
 
 from maxkernel_core import Task
 
-from .judge.proof import MAX_GLUE_MATMUL_SHARE, MAX_GLUE_WORK_SHARE
+from maxkernel_pallas_judge.judge.proof import MAX_GLUE_MATMUL_SHARE, MAX_GLUE_WORK_SHARE
 from .profiling.vmem import VMEM_HEADROOM
 from .targets import TARGETS, check_target
 
@@ -31,7 +31,7 @@ def load_reference(task: Task):
 
     Only trusted task code belongs here (a task is the user's own file, never a candidate).
     """
-    from .judge.task_module import load_task_module
+    from maxkernel_pallas_judge.judge.task_module import load_task_module
 
     module_path = task.metadata["module"]
     return load_task_module(task.metadata, f"maxkernel_reference_{abs(hash(module_path))}")
@@ -39,14 +39,14 @@ def load_reference(task: Task):
 
 def reference_source(task: Task) -> str:
     """The reference module's text as the judge runs it (with the entry a KernelBench-style module gets)."""
-    from .judge.task_module import module_source
+    from maxkernel_pallas_judge.judge.task_module import module_source
 
     return module_source(task.metadata)
 
 
 def reference_inputs(task: Task, module, size: str = "full") -> tuple[list[Any], tuple]:
     """(abstract dynamic inputs as ``jax.ShapeDtypeStruct``, static arguments) at ``size``; nothing is allocated."""
-    from .judge.inputs import abstract_full
+    from maxkernel_pallas_judge.judge.inputs import abstract_full
 
     return abstract_full(module, task.metadata, size=size)
 
@@ -54,8 +54,8 @@ def reference_inputs(task: Task, module, size: str = "full") -> tuple[list[Any],
 def derived_small(task: Task, module) -> tuple[Any, list[Any], tuple] | None:
     """(entry, abstract inputs, static arguments) at the small size the judge derives for a task without one
     (judge/small_size.py), or None when none can be derived."""
-    from .judge.inputs import abstract_full
-    from .judge.small_size import derive, set_bytes
+    from maxkernel_pallas_judge.judge.inputs import abstract_full
+    from maxkernel_pallas_judge.judge.small_size import derive, set_bytes
 
     shapes, _ = abstract_full(module, task.metadata)
     small, _how = derive(task.metadata, set_bytes(shapes))
@@ -67,7 +67,7 @@ def derived_small(task: Task, module) -> tuple[Any, list[Any], tuple] | None:
 def work_stats(closed_jaxpr) -> dict[str, Any]:
     """The judge's count of a traced program's work: matmul FLOPs and element-ops inside and outside kernels
     (``kernel_flops``, ``glue_flops``, ``glue_elementwise``, ``glue_ops`` by primitive, ...)."""
-    from .judge.work import work_stats as count
+    from maxkernel_pallas_judge.judge.work import work_stats as count
 
     return count(closed_jaxpr)
 

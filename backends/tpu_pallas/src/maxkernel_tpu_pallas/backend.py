@@ -1,111 +1,42 @@
-"""The TPU Pallas backend: what the core sees of this plugin."""
+"""The TPU Pallas backend: the shared Pallas judge with the TPU's Platform, targets and knowledge."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
-from maxkernel_core import Backend, Candidate, Evaluation, Fit, Task, TaskRef
+from maxkernel_core import Task
+from maxkernel_pallas_judge.backend import PallasBackend
 
-from . import tasks
 from .targets import DEFAULT_TARGET
 from .targets import check_target as check_tpu_target
 
 
-class TpuPallasBackend(Backend):
+class TpuPallasBackend(PallasBackend):
     """JAX Pallas kernels for TPU: tasks in the MaxKernel or JAXBench format, judged in a sandbox."""
 
     name = "tpu_pallas"
-    #: the chip family its kernels are written for (the offline synthesizer writes TPU templates for "tpu")
     kernel_platform = "tpu"
+    default_target = DEFAULT_TARGET
 
-    def __init__(self, settings=None) -> None:
-        super().__init__(settings)
-        self._evaluator = None
-        self._lock = threading.RLock()
+    def platform(self):
+        from .tpu_platform import TPU
+
+        return TPU
 
     def check_target(self, target: str) -> str:
         """``target`` when this backend judges for it; else a ConfigError naming the choices."""
         return check_tpu_target(target)
 
-    def discover_tasks(self, root: Path) -> list[TaskRef]:
-        return tasks.discover(root)
+    def fingerprint_parts(self, target: str) -> dict[str, str]:
+        """What of this backend changes a verdict or estimate: its source and shipped data, the calibration."""
+        from maxkernel_pallas_judge.judge.fingerprint import file_digest, package_digest
 
-    def load_task(self, ref: str | Path, search_paths: tuple[Path, ...] = ()) -> Task:
-        return tasks.find_task(ref, tuple(search_paths))
+        from .profiling.user_calibration import calibration_path
 
-    @property
-    def evaluator(self):
-        with self._lock:
-            if self._evaluator is None:
-                from .judge.evaluator import evaluator_from_settings
-                from .tpu_platform import TPU
-
-                self._evaluator = evaluator_from_settings(self.settings, TPU, self.check_target)
-            return self._evaluator
-
-    def evaluate(self, task: Task, candidate: Candidate, *, target: str = DEFAULT_TARGET) -> Evaluation:
-        return self.evaluator.evaluate(task, candidate, target=self.check_target(target))
-
-    def evaluation_timeout_s(self) -> float:
-        """The judge's own limit on one evaluation (``[eval] timeout_s``)."""
-        from .settings import eval_settings
-
-        return eval_settings(self.settings).timeout_s
-
-    def check_fit(self, task: Task, candidate: Candidate, *, target: str = DEFAULT_TARGET) -> Fit | None:
-        """The cost model's VMEM need of the candidate's kernels, from one sandboxed trace (no compile)."""
-        return self.evaluator.check_fit(task, candidate, target=self.check_target(target))
-
-    def judge_fingerprint(self, task: Task, *, target: str = DEFAULT_TARGET) -> str:
-        """Task files, target, ``[eval]`` settings, versions, judge source, cost-model parameters, machine."""
-        from .judge.fingerprint import judge_fingerprint
-        from .settings import eval_settings
-
-        return judge_fingerprint(task, self.check_target(target), eval_settings(self.settings))
-
-    def tuning_key(self, task: Task, *, target: str = DEFAULT_TARGET) -> dict[str, str] | None:
-        """The reference's full-size program fingerprint, its input shapes and dtypes, the chip, jax/libtpu."""
-        from .judge.fingerprint import compiler_versions
-
-        target = self.check_target(target)
-        ref = self.evaluator.reference(task, target)
-        if not ref.signature:
-            return None
-        shapes = " ".join(f"{s['dtype']}[{','.join(map(str, s['shape']))}]" for s in ref.full_shapes)
-        return {"backend": self.name, "signature": ref.signature, "shapes": shapes, "target": target,
-                "versions": compiler_versions()}
-
-    def tuning_versions(self) -> str:
-        from .judge.fingerprint import compiler_versions
-
-        return compiler_versions()
+        return {"backend": package_digest(Path(__file__).parent), "calibration": file_digest(calibration_path(target))}
 
     def knowledge(self, task: Task, *, target: str = DEFAULT_TARGET, budget_chars: int = 12000) -> str:
         from .knowledge import knowledge_pack
 
         return knowledge_pack(self.check_target(target), budget_chars)
 
-    def task_prompt(self, task: Task) -> str:
-        """The reference source, its sizes and tolerances: what a model needs to write the kernel."""
-        source = Path(task.metadata["module"]).read_text()
-        entry, inputs_fn = task.metadata["entry"], task.metadata["inputs_fn"]
-        sizes = " and ".join(task.sizes)
-        if task.metadata.get("wrap") == "kernelbench":
-            return (f"{task.description}\n\nReference (KernelBench-style module; the full size is what is "
-                    f"compiled and timed):\n\n```python\n{source.strip()}\n```\n\nAnswer with a module defining "
-                    "`class ModelNew` with the same `__init__` arguments as `Model` and a `forward` that uses Pallas "
-                    "kernels. The judge sets the reference's weights (the array attributes of `Model`, under the "
-                    "same names) on your instance before calling `forward`, so read them from `self`; it may check "
-                    "correctness at a smaller size than the full one, so take shapes from the inputs. "
-                    f"Match within atol={task.atol}, rtol={task.rtol}.")
-        return (f"{task.description}\n\nReference ({task.format} format; `{entry}` is the computation to "
-                f"reimplement with Pallas kernels, `{inputs_fn}` makes its inputs; sizes: {sizes}, the "
-                f"full size is what is compiled and timed):\n\n```python\n{source.strip()}\n```\n\n"
-                f"The candidate must define `computation` with the same arguments as `{entry}` "
-                f"(dynamic arguments, then static ones) and match it within atol={task.atol}, rtol={task.rtol}.")
-
-    def close(self) -> None:
-        if self._evaluator is not None:
-            self._evaluator.close()
-            self._evaluator = None

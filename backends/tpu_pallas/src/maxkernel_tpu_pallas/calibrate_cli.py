@@ -85,7 +85,7 @@ def fit_timings(target: str, seconds: dict[str, float], log=print):
     """The fit of the model's parameters on these benchmark timings (a FitResult)."""
     from .profiling.calibration.fit import fit
     from .profiling.calibration.microbench import describe_suite
-    from .profiling.extract import chip_figures
+    from maxkernel_tpu_pallas.profiling.chip import chip_figures
     from .profiling.params import FITTED, shipped_params
 
     described = describe_suite(target, sorted(seconds), log=log)

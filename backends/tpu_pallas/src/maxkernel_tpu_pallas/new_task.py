@@ -18,7 +18,7 @@ from pathlib import Path
 import attrs
 from attrs import frozen
 
-from .tasks import DEFAULT_TOLERANCE
+from maxkernel_pallas_judge.tasks import DEFAULT_TOLERANCE
 
 #: a correctness check's input set stays under this at the small size (as judge/small_size.py's levels)
 SMALL_SET_BYTES = 4 << 20

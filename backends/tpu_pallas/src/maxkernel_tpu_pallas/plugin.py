@@ -42,7 +42,7 @@ def agent_profile(task, candidate, ctx):
 
 @hookimpl
 def register_settings(register):
-    from .settings import EvalSettings
+    from maxkernel_pallas_judge.settings import EvalSettings
 
     register(EvalSettings)
 

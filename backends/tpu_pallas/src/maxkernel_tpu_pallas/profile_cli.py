@@ -132,7 +132,7 @@ def reference_profile(ctx: click.Context, task_ref: str, target: str | None) -> 
     """Run the task's reference job only: (task, what the record would hold of the XLA reference)."""
     from maxkernel_core.cli.app import app_for
 
-    from .judge.verdict import reference_details
+    from maxkernel_pallas_judge.judge.verdict import reference_details
 
     app = app_for(ctx)
     app.override(run__target=(target, "--target"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .judge.platform import Platform
+from maxkernel_pallas_judge.judge.platform import Platform
 
 
 class TpuPlatform(Platform):
@@ -14,6 +14,7 @@ class TpuPlatform(Platform):
     label = "TPU"
     compile_check = "tpu_compile"
     spec = "maxkernel_tpu_pallas.tpu_platform:TPU"
+    watched = ("maxkernel_tpu_pallas", "jax.experimental.pallas.tpu", "jax._src.tpu_custom_call")
     memory_name = "VMEM"
     memory_headroom = 15 / 16  # profiling.vmem.VMEM_HEADROOM (asserted equal in the tests)
 
@@ -32,7 +33,7 @@ class TpuPlatform(Platform):
     def warm_up(self) -> None:
         import jax.experimental.pallas.tpu  # noqa: F401  (Mosaic TPU, imported before any job)
 
-        from .sandbox.warmup import warm_compilers
+        from .warmup import warm_compilers
 
         warm_compilers()
 
@@ -46,7 +47,7 @@ class TpuPlatform(Platform):
         return jax.default_device(target_device(target))
 
     def export(self, closed, target: str) -> bytes:
-        from .judge.program import export_tpu
+        from .judge.compile import export_tpu
 
         return export_tpu(closed, target)
 
@@ -71,7 +72,7 @@ class TpuPlatform(Platform):
                                   glue_only=False)
 
     def chip(self, target: str) -> dict[str, Any]:
-        from .profiling.extract import chip_figures
+        from maxkernel_tpu_pallas.profiling.chip import chip_figures
 
         return chip_figures(target)
 
@@ -97,6 +98,11 @@ class TpuPlatform(Platform):
         from .profiling.xla_model import estimate_program
 
         return estimate_program(xla["program"], xla["chip"], model_params(target))
+
+    def diagnose(self, est) -> list[str]:
+        from .profiling.diagnosis import diagnose
+
+        return diagnose(est)
 
     def fits(self, est) -> bool:
         from .profiling.vmem import fits_vmem

@@ -1,1 +1,1 @@
-"""The judge: checks run inside worker processes (``*_job`` modules) and verdicts made in the parent."""
+"""TPU-specific parts of the judge: the deviceless libtpu compile and Mosaic TPU kernel facts."""

@@ -9,20 +9,21 @@ shape rules, VMEM overflow) and the memory figures are the compiler's own.
 from __future__ import annotations
 
 import concurrent.futures
-import re
 import threading
 import time
-import traceback
 from typing import Any
 
 import jax
+from jax import export
 from jax.experimental import topologies
+from jax.extend import core as jex_core
 from jax.sharding import SingleDeviceSharding
+
+from maxkernel_pallas_judge.judge.errors import memory_figures, trim_error
 
 from ..targets import topology_name
 
 _devices: dict[str, Any] = {}
-MAX_MESSAGE = 1500
 
 
 def target_device(target: str):
@@ -30,48 +31,6 @@ def target_device(target: str):
         topo = topologies.get_topology_desc(platform="tpu", topology_name=topology_name(target))
         _devices[target] = topo.devices[0]
     return _devices[target]
-
-
-def memory_figures(compiled) -> dict[str, int]:
-    stats = compiled.memory_analysis()
-    names = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes",
-             "alias_size_in_bytes", "generated_code_size_in_bytes")
-    return {n: int(getattr(stats, n)) for n in names if stats is not None and hasattr(stats, n)}
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    """The error and its causes: JAX attaches the traced op's own stack (the kernel line) as the cause of a
-    lowering error (Pallas's Triton lowering refusing a tile, say)."""
-    chain: list[BaseException] = []
-    while exc is not None and exc not in chain and len(chain) < 8:
-        chain.append(exc)
-        exc = exc.__cause__ or exc.__context__
-    return list(reversed(chain))  # the innermost frame of the deepest cause last
-
-
-def trim_error(exc: BaseException, source_file: str) -> dict[str, Any]:
-    """The part of a compiler error a person (or model) acts on, and the kernel line it points at."""
-    text = str(exc).replace(source_file, "candidate.py")  # the scratch path means nothing to a reader
-    kind = "compile"
-    if "Ran out of memory in memory space vmem" in text or "vmem" in text.lower() and "exceeded" in text.lower():
-        kind = "vmem_overflow"
-        keep = [ln for ln in text.splitlines()
-                if ln.strip().startswith(("XLA:TPU", "Program vmem", "Shape:", "Tag:", "1.", "2.", "3."))
-                or "Ran out of memory" in ln or "Used " in ln]
-        message = "\n".join(ln.strip() for ln in keep[:12]) or text
-    elif "divisible by 8 and 128" in text or "block shape" in text.lower():
-        kind = "block_shape"
-        message = text.split("\nSee details")[0]
-    else:
-        message = "\n".join(ln for ln in text.splitlines() if ln.strip())[:MAX_MESSAGE]
-    line = None
-    frames = [f for e in _chain(exc) for f in traceback.extract_tb(e.__traceback__) if f.filename == source_file]
-    if frames:
-        line = frames[-1].lineno
-    else:
-        found = re.findall(r"candidate\.py:(\d+)", text)
-        line = int(found[-1]) if found else None
-    return {"kind": kind, "type": type(exc).__name__, "message": message[:MAX_MESSAGE], "line": line}
 
 
 def compile_exported(exported, target: str) -> dict[str, Any]:
@@ -138,7 +97,7 @@ def program_figures(compiled, *, glue_only: bool) -> dict[str, Any]:
     every op of a reference; only the code around the kernels of a candidate (``glue_only``), whose kernels the
     model takes from its trace and whose loops of unknown length are charged the judge's worst case."""
     from ..profiling.hlo_program import describe_program
-    from .hlo_values import UNBOUNDED_TRIPS
+    from maxkernel_pallas_judge.judge.hlo_values import UNBOUNDED_TRIPS
 
     try:
         return describe_program(compiled.as_text(), skip_kernels=glue_only,
@@ -158,3 +117,11 @@ def compiled_figures(compiled, device, start: float, *, glue_only: bool = True) 
         "cost": {k: float(v) for k, v in (cost or {}).items() if isinstance(v, (int, float))},
         "program": program_figures(compiled, glue_only=glue_only),
     }
+
+
+def export_tpu(closed, target: str) -> bytes:
+    """The captured program lowered for ``target`` (Mosaic kernels), serialized."""
+    avals = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in closed.jaxpr.invars]
+    with jax.default_device(target_device(target)):  # Mosaic asks the default device which chip it lowers for
+        exported = export.export(jax.jit(jex_core.jaxpr_as_fun(closed)), platforms=["tpu"])(*avals)
+    return bytes(exported.serialize())

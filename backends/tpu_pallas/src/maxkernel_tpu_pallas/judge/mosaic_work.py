@@ -18,7 +18,7 @@ from typing import Any
 
 from jax._src.lib.mlir import ir
 
-from .hlo_values import UNBOUNDED_TRIPS, constant_int
+from maxkernel_pallas_judge.judge.hlo_values import UNBOUNDED_TRIPS, constant_int
 
 #: Mosaic writes a dynamic extent (a grid axis sized by scalar prefetch) as this.
 DYNAMIC = -(1 << 63)

@@ -37,7 +37,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from attrs import define, evolve, field
+from attrs import evolve
+from maxkernel_pallas_judge.profiling.records import CostEstimate, KernelCost, OperandCost, matmul_flops_per_step
 
 from .params import ModelParams, generation_constants, model_params
 from .units import (LANES, SUBLANES_32BIT, compute_seconds, eup_rate, hbm_seconds, mxu_rate, padded_matmul_flops,
@@ -55,106 +56,6 @@ def tile_padded_bytes(shape: list[int], itemsize: int) -> int:
     rows = math.ceil(dims[-2] / sublanes) * sublanes
     cols = math.ceil(dims[-1] / LANES) * LANES
     return math.prod(dims[:-2]) * rows * cols * itemsize
-
-
-@define
-class OperandCost:
-    role: str
-    index: int
-    block_shape: list[int]
-    dtype: str
-    hbm_bytes: int
-    array_bytes: int
-    transfers: int
-    vmem_bytes: int
-    depends_on: list[bool] | None
-
-    @property
-    def refetch(self) -> float:
-        """Bytes moved over bytes of the array: 1.0 means each element crosses HBM once."""
-        return self.hbm_bytes / self.array_bytes if self.array_bytes else 0.0
-
-
-@define
-class KernelCost:
-    name: str
-    grid: list[int]
-    steps: int
-    operands: list[OperandCost]
-    hbm_bytes: int
-    flops: float
-    mxu_flops_padded: float
-    elementwise: float
-    transcendental: float
-    vmem_bytes: int
-    vmem_limit_bytes: int
-    cores_used: int
-    memory_s: float
-    compute_s: float
-    overhead_s: float
-    seconds: float
-    ideal_compute_s: float = 0.0  # unpadded FLOPs at the MXU's rate for their dtype
-    dots: list[dict[str, Any]] = field(factory=list)
-    mxu_s: float = 0.0  # the units' own times, before they overlap into compute_s
-    vpu_s: float = 0.0
-    eup_s: float = 0.0
-    fill_s: float = 0.0  # the first step's copies in and the last step's copies out, which overlap nothing
-
-    @property
-    def bound(self) -> str:
-        parts = {"memory": self.memory_s, "compute": self.compute_s, "step overhead": self.overhead_s}
-        return max(parts, key=parts.get)
-
-    @property
-    def compute_unit(self) -> str:
-        """The busiest compute unit: mxu, vpu or eup."""
-        parts = {"mxu": self.mxu_s, "vpu": self.vpu_s, "eup": self.eup_s}
-        return max(parts, key=parts.get)
-
-
-@define
-class CostEstimate:
-    """The model's view of a whole candidate (several kernels add up)."""
-
-    target: str
-    kernels: list[KernelCost]
-    seconds: float
-    hbm_bytes: int
-    flops: float
-    ideal_seconds: float
-    chip: dict[str, Any]
-    estimated: bool = True
-    #: Time of the code around the kernels (transposes, im2col, norms left to XLA), included in ``seconds``.
-    glue_seconds: float = 0.0
-    #: which set of model parameters made this estimate (shipped, or the user's own calibration)
-    params_source: str = ""
-    #: the costliest ops of the code around the kernels (from the compiled candidate)
-    glue_ops: list[dict[str, Any]] = field(factory=list)
-
-    @property
-    def bound(self) -> str:
-        return max(self.kernels, key=lambda k: k.seconds).bound if self.kernels else "none"
-
-    @property
-    def arithmetic_intensity(self) -> float:
-        return self.flops / self.hbm_bytes if self.hbm_bytes else float("inf")
-
-    @property
-    def roofline_fraction(self) -> float:
-        return min(self.ideal_seconds / self.seconds, 1.0) if self.seconds else 0.0
-
-    @property
-    def fits_vmem(self) -> bool:
-        return all(k.vmem_bytes <= k.vmem_limit_bytes for k in self.kernels)
-
-    def dominant_operand(self) -> tuple[KernelCost, OperandCost] | None:
-        pairs = [(k, o) for k in self.kernels for o in k.operands]
-        return max(pairs, key=lambda p: p[1].hbm_bytes) if pairs else None
-
-
-def matmul_flops_per_step(desc: dict[str, Any]) -> float:
-    """The matmul FLOPs of one grid step of a described kernel, every ``pl.when`` arm counted (the judge's rule)."""
-    return sum(2.0 * d["m"] * d["n"] * d["k"] * d["batch"] * d["count"] for d in desc["body"]["dots"])
 
 
 def resolve_dynamic_grid(desc: dict[str, Any], reference_flops: float | None) -> dict[str, Any]:

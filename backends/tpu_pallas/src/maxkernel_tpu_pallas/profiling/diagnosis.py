@@ -8,11 +8,7 @@ too many grid steps.
 
 from __future__ import annotations
 
-from typing import Any
-
-from maxkernel_core import Profile
-
-from .costmodel import CostEstimate, KernelCost, OperandCost
+from maxkernel_pallas_judge.profiling.records import CostEstimate, KernelCost, OperandCost
 
 MIB = 1 << 20
 
@@ -88,54 +84,3 @@ def diagnose(est: CostEstimate) -> list[str]:
     lines.append(f"arithmetic intensity {est.arithmetic_intensity:,.1f} FLOP/byte; {est.roofline_fraction:.0%} "
                  f"of the roofline (estimate)")
     return lines
-
-
-def as_details(est: CostEstimate, xla_seconds: float | None) -> dict[str, Any]:
-    """The full numbers, JSON-ready, for the record."""
-    return {
-        "estimated": True,
-        "target": est.target,
-        "seconds": est.seconds,
-        "glue_seconds": est.glue_seconds,
-        "bound": est.bound,
-        "hbm_bytes": est.hbm_bytes,
-        "flops": est.flops,
-        "arithmetic_intensity": est.arithmetic_intensity,
-        "roofline_fraction": est.roofline_fraction,
-        "fits_vmem": est.fits_vmem,
-        "xla_reference_seconds": xla_seconds,
-        "speedup_vs_xla": (xla_seconds / est.seconds) if xla_seconds and est.seconds else None,
-        # Both sides are estimates of the same kind (the same unit model, the same parameters): never a measured
-        # time divided by an estimated one.
-        "speedup_kind": "estimated/estimated",
-        "params_source": est.params_source,
-        "glue_ops": est.glue_ops,
-        "chip": est.chip,
-        "kernels": [{
-            "name": k.name, "grid": k.grid, "steps": k.steps, "seconds": k.seconds, "bound": k.bound,
-            "memory_s": k.memory_s, "compute_s": k.compute_s, "overhead_s": k.overhead_s, "fill_s": k.fill_s,
-            "mxu_s": k.mxu_s, "vpu_s": k.vpu_s, "eup_s": k.eup_s, "compute_unit": k.compute_unit,
-            "hbm_bytes": k.hbm_bytes, "flops": k.flops, "mxu_flops_padded": k.mxu_flops_padded,
-            "vmem_bytes": k.vmem_bytes, "vmem_limit_bytes": k.vmem_limit_bytes, "cores_used": k.cores_used,
-            "operands": [{"role": o.role, "index": o.index, "block_shape": o.block_shape, "dtype": o.dtype,
-                          "hbm_bytes": o.hbm_bytes, "transfers": o.transfers, "refetch": o.refetch,
-                          "vmem_bytes": o.vmem_bytes} for o in k.operands],
-        } for k in est.kernels],
-    }
-
-
-def profile_record(candidate_id: str, est: CostEstimate, xla_seconds: float | None,
-                   reference_note: str = "") -> Profile:
-    """The profiler role's record for a cost-model estimate (``estimated=True``, always)."""
-    return Profile(candidate_id, "cost_model", True, est.seconds, xla_seconds, est.bound, tuple(diagnose(est)),
-                   as_details(est, xla_seconds), roofline_fraction=est.roofline_fraction,
-                   arithmetic_intensity=est.arithmetic_intensity, fits_memory=est.fits_vmem,
-                   reference_note=reference_note)
-
-
-def precision_note(precision: dict[str, Any] | None) -> str:
-    """Why an f32 task can read below 1x: the precision XLA's reference runs its matmuls at, in a sentence."""
-    if not isinstance(precision, dict) or precision.get("precision") in (None, "", "default"):
-        return ""  # one bf16 pass, as a kernel would do: nothing to explain
-    return (f"XLA's reference runs its matmuls at {precision['precision']} precision"
-            + (f" ({precision['why']})" if precision.get("why") else "") + ".")

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend import core as jex_core
 
-from ..judge.compare import compare
+from maxkernel_pallas_judge.judge.compare import compare
 
 #: (bf16 passes, jax.default_matmul_precision name), cheapest first.
 LEVELS = ((1, "default"), (3, "high"), (6, "highest"))
@@ -94,7 +94,7 @@ def evaluate(jaxpr, consts, args, passes: int):
 
 
 def has_f32_matmul(closed) -> bool:
-    from ..judge.work import _sub_jaxprs
+    from maxkernel_pallas_judge.judge.work import _sub_jaxprs
 
     def walk(jaxpr) -> bool:
         for eqn in jaxpr.eqns:

@@ -59,7 +59,7 @@ def describe(fn, shapes, target: str, *, kernels: bool = True) -> dict[str, Any]
     with no kernel of its own, the whole compiled program (``program``)."""
     import jax
 
-    from ..extract import describe_kernels
+    from maxkernel_pallas_judge.profiling.extract import describe_kernels
     from ..hlo_program import describe_program
 
     text, cost = compiled_program(fn, shapes, target)

@@ -149,7 +149,7 @@ def describe_suite(target: str, names: list[str] | None = None, log=print) -> di
 def time_suite(trace_root, log=print) -> dict[str, float]:
     """Median device seconds of every benchmark on the attached TPU (jax.profiler device events).
     Written for a TPU host; untested here (no TPU on the build machines)."""
-    from ...judge.timing import time_on_device
+    from maxkernel_pallas_judge.judge.timing import time_on_device
 
     measured = {}
     for bench in SUITE:

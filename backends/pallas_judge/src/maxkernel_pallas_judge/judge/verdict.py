@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 from maxkernel_core import Candidate, CheckResult, CompileError, EvalStatus, Evaluation, Profile, Task, TestReport
 
-from ..profiling.costmodel import matmul_flops_per_step
-from ..profiling.diagnosis import precision_note
+from ..profiling.records import matmul_flops_per_step, precision_note
 from ..sandbox.pool import JobOutcome, Limits
 from . import proof
 from .compare import compare

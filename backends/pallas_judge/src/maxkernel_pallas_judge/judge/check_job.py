@@ -22,7 +22,7 @@ import numpy as np
 from jax import export
 
 from . import proof
-from .compile import trim_error
+from .errors import trim_error
 from .hlo_work import program_work
 from .platform import Platform, load_platform
 

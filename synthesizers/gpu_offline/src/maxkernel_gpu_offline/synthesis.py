@@ -124,7 +124,7 @@ def _legal(template: str, analysis, point: dict[str, int]) -> bool:
 def _estimate(source: str, shapes, static, target: str):
     import jax
 
-    from ..platform import GPU
+    from maxkernel_gpu_pallas.platform import GPU
 
     namespace = types.ModuleType("maxkernel_gpu_template")
     exec(compile(source, "<gpu template>", "exec"), namespace.__dict__)  # our own template's code
@@ -134,12 +134,14 @@ def _estimate(source: str, shapes, static, target: str):
 
 
 def synthesize(task, target: str) -> GpuSynthesis:
-    from maxkernel_tpu_pallas import api
+    from maxkernel_pallas_judge.judge.inputs import abstract_full
+    from maxkernel_pallas_judge.judge.task_module import load_task_module
 
     found = analyse_task(task)
     writer = _writer(found)
     template = found.analysis.template
-    shapes, static = api.reference_inputs(task, api.load_reference(task))
+    reference = load_task_module(task.metadata, "maxkernel_gpu_template_reference")  # the user's own task code
+    shapes, static = abstract_full(reference, task.metadata, size="full")
     space = SPACES[template]
     points = [dict(zip(space, values, strict=True)) for values in itertools.product(*space.values())]
     points = [p for p in points if _legal(template, found.analysis, p)]

@@ -85,13 +85,3 @@ def export_cpu_interpret(closed) -> bytes:
     counter = itertools.count()
     program = jax.jit(lambda *a: _evaluate(closed, a, counter))
     return bytes(export.export(program, platforms=["cpu"])(*avals).serialize())
-
-
-def export_tpu(closed, target: str) -> bytes:
-    """The captured program lowered for ``target`` (Mosaic kernels), serialized."""
-    from .compile import target_device
-
-    avals = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in closed.jaxpr.invars]
-    with jax.default_device(target_device(target)):  # Mosaic asks the default device which chip it lowers for
-        exported = export.export(jax.jit(jex_core.jaxpr_as_fun(closed)), platforms=["tpu"])(*avals)
-    return bytes(exported.serialize())

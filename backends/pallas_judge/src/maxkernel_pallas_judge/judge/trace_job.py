@@ -148,13 +148,14 @@ def _abstract(spec: dict[str, Any]) -> tuple[list[jax.ShapeDtypeStruct], tuple]:
 def _watchers() -> list[tuple[Callable, Any]]:
     """The functions that watch the candidate, with their code now (a swapped ``__code__`` shows)."""
     funcs = [tripwire.snapshot, tripwire.changed, tripwire._identity, tripwire._watched, tripwire._lowering_rules,
-             leftovers, _parent]
+             tripwire._judge_packages, leftovers, _parent]
     return [(f, f.__code__) for f in funcs]
 
 
 def run_trace(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
     source = str(Path(job["scratch"]) / "candidate.py")
     platform = load_platform(job["platform"])  # trusted: imported before the candidate is
+    tripwire.watch(platform.watched)
     before = tripwire.snapshot()
     watchers = _watchers()  # compared here, in this running frame, whose own code cannot be swapped
     threads_before = {t.ident for t in threading.enumerate()}
@@ -192,7 +193,7 @@ def run_trace(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: 
 
 
 def _export(traced, target: str, platform: Platform, source: str, emit: Emit, stage: Callable[[str], None]) -> None:
-    from .compile import trim_error
+    from .errors import trim_error
 
     for index, closed in enumerate(traced):
         stage("export" if index == 0 else f"export, check size {index}")

@@ -64,7 +64,7 @@ class Limits:
     #: platform's name ("tpu", "gpu") uses it
     device: str = "auto"
     #: the chip the judge judges for (``judge.platform``): "module:ATTRIBUTE", loaded in every worker
-    platform: str = "maxkernel_tpu_pallas.tpu_platform:TPU"
+    platform: str = ""
 
 
 @define
@@ -151,7 +151,7 @@ class Worker:
             # a chip, and there is none here to guard.
             env["ALLOW_MULTIPLE_LIBTPU_LOAD"] = "1"
         cpu_s = limits.cpu_s or int(limits.timeout_s * max(os.cpu_count() or 1, 1)) + 30
-        argv = [sys.executable, "-m", "maxkernel_tpu_pallas.sandbox.worker", str(job_r), str(res_w),
+        argv = [sys.executable, "-m", "maxkernel_pallas_judge.sandbox.worker", str(job_r), str(res_w),
                 str(limits.memory_mb), str(cpu_s), limits.platform]
         if self.sandbox == "bwrap":
             env["MAXKERNEL_SANDBOX"] = "bwrap"

@@ -58,14 +58,19 @@ def task_digest(task: Task) -> str:
     return hashlib.sha256(record.encode() + _files_digest([p for p in files if p.exists()]).encode()).hexdigest()
 
 
-def calibration_digest(target: str) -> str:
-    from ..profiling.user_calibration import calibration_path
-
-    path = calibration_path(target)
+def file_digest(path: Path) -> str:
+    """A file's digest, or "shipped" when it does not exist (a user calibration not made)."""
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "shipped"
 
 
-def judge_fingerprint(task: Task, target: str, eval_settings) -> str:
+def package_digest(folder: Path) -> str:
+    """A backend package's own source and shipped data (its lowering, chip figures, cost model)."""
+    return _files_digest([p for p in folder.rglob("*") if p.is_file() and p.suffix in (".py", ".toml", ".json")])
+
+
+def judge_fingerprint(task: Task, target: str, eval_settings, backend_parts: dict[str, str]) -> str:
+    """Everything that can change a verdict or its estimate; ``backend_parts``: the backend's own (its source
+    digest, its model's calibration), which the shared judge cannot know."""
     parts = {
         "task": task_digest(task),
         "target": target,
@@ -75,7 +80,7 @@ def judge_fingerprint(task: Task, target: str, eval_settings) -> str:
                     + (f", torch {_version('torch')}, torchax {_version('torchax')}"
                        if task.metadata.get("wrap") == "pytorch" else ""),
         "judge": judge_source_digest(),
-        "calibration": calibration_digest(target),
         "machine": platform.node(),
+        **backend_parts,
     }
     return json.dumps(parts, sort_keys=True)

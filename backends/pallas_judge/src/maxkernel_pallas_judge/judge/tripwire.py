@@ -18,14 +18,26 @@ LIBRARIES = (
     "jax.lax", "jax.export", "jax.profiler", "jax.experimental.pallas", "jax.experimental.pallas.tpu",
     "jax._src.core", "jax._src.export._export", "jax._src.pallas.pallas_call",
 )
-JUDGE_PACKAGES = ("maxkernel_tpu_pallas.judge", "maxkernel_tpu_pallas.sandbox", "maxkernel_tpu_pallas.profiling")
+JUDGE_PACKAGES = ("maxkernel_pallas_judge",)
+#: The judging backend's own packages and the libraries it lowers with (``Platform.watched``), set by the tracer
+#: before the candidate is imported.
+_platform_watched: list[str] = []
 #: Whole packages whose functions decide what a traced program lowers to: Pallas itself, and the
 #: exporter. A candidate rewriting how pallas_call lowers for the CPU would change the check program.
 LOWERING_PACKAGES = ("jax._src.pallas", "jax._src.export", "jax._src.interpreters.mlir")
 
 
+def watch(packages: tuple[str, ...]) -> None:
+    """Also watch these packages (a platform's backend and lowering libraries), from the next snapshot on."""
+    _platform_watched[:] = list(packages)
+
+
+def _judge_packages() -> tuple[str, ...]:
+    return JUDGE_PACKAGES + tuple(_platform_watched)
+
+
 def _watched() -> list[str]:
-    judge = [name for name in list(sys.modules) if name.startswith(JUDGE_PACKAGES + LOWERING_PACKAGES)]
+    judge = [name for name in list(sys.modules) if name.startswith(_judge_packages() + LOWERING_PACKAGES)]
     return [*LIBRARIES, *sorted(judge)]
 
 
@@ -60,7 +72,7 @@ def snapshot() -> dict[str, tuple[int, int]]:
         for name, value in list(vars(module).items()):
             if callable(value) and not name.startswith("__"):
                 ids[f"{mod_name}.{name}"] = _identity(value)
-                if isinstance(value, type) and mod_name.startswith(JUDGE_PACKAGES):
+                if isinstance(value, type) and mod_name.startswith(_judge_packages()):
                     for attr, member in list(vars(value).items()):
                         if callable(member) and not attr.startswith("__"):
                             ids[f"{mod_name}.{name}.{attr}"] = _identity(member)

@@ -31,11 +31,18 @@ class Platform:
     compile_check: ClassVar[str] = ""
     #: how workers load this object: "module:ATTRIBUTE"
     spec: ClassVar[str] = ""
+    #: the backend's packages and the libraries it lowers with: the tracer watches them for patches as it
+    #: watches the judge's own (``tripwire``)
+    watched: ClassVar[tuple[str, ...]] = ()
     #: the on-chip memory a kernel's blocks must fit ("VMEM", "shared memory"), the share of its limit they may
     #: take (the compiler keeps its own scratch beside them), and the digits its limit is printed with
     memory_name: ClassVar[str] = "VMEM"
     memory_headroom: ClassVar[float] = 1.0
     limit_digits: ClassVar[int] = 0
+    #: how this chip's estimates are made and what XLA's reference time is, for the speed sentence
+    #: (``Profile.estimate_basis``, ``Profile.reference_basis``; empty: the core's default wording)
+    estimate_basis: ClassVar[str] = ""
+    reference_basis: ClassVar[str] = ""
 
     # --- the parent (no JAX) ----------------------------------------------------------
 
@@ -115,12 +122,11 @@ class Platform:
 
 
     def diagnose(self, est) -> list[str]:
-        from ..profiling.diagnosis import diagnose
-
-        return diagnose(est)
+        """What the estimate says limits the kernels, in sentences to act on."""
+        return []
 
     def details(self, est, xla_seconds: float | None) -> dict[str, Any]:
-        from ..profiling.diagnosis import as_details
+        from ..profiling.records import as_details
 
         return {**as_details(est, xla_seconds), "diagnosis": self.diagnose(est)}
 
@@ -130,7 +136,8 @@ class Platform:
         return Profile(candidate_id, "cost_model", True, est.seconds, xla_seconds, est.bound,
                        tuple(self.diagnose(est)), self.details(est, xla_seconds),
                        roofline_fraction=est.roofline_fraction, arithmetic_intensity=est.arithmetic_intensity,
-                       fits_memory=est.fits_vmem, reference_note=reference_note)
+                       fits_memory=est.fits_vmem, reference_note=reference_note, estimate_basis=self.estimate_basis,
+                       reference_basis=self.reference_basis)
 
 
 _loaded: dict[str, Platform] = {}
@@ -138,6 +145,8 @@ _loaded: dict[str, Platform] = {}
 
 def load_platform(spec: str) -> Platform:
     """The platform object named ``module:ATTRIBUTE`` (the parent's choice, passed to each worker)."""
+    if not spec:
+        raise ValueError("no judge platform: a backend passes its own (Limits(platform=TpuPlatform.spec), ...)")
     if spec not in _loaded:
         module, _, attribute = spec.partition(":")
         platform = getattr(importlib.import_module(module), attribute)

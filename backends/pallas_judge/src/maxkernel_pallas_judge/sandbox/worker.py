@@ -1,4 +1,4 @@
-"""A worker process: ``python -m maxkernel_tpu_pallas.sandbox.worker JOB_FD RESULT_FD MEMORY_MB CPU_S PLATFORM``
+"""A worker process: ``python -m maxkernel_pallas_judge.sandbox.worker JOB_FD RESULT_FD MEMORY_MB CPU_S PLATFORM``
 (``PLATFORM``: the judge's ``module:ATTRIBUTE``, see ``judge/platform.py``).
 
 Order matters: cut the network and set the limits first (unshare needs a

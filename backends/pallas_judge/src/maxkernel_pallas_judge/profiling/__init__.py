@@ -1,0 +1,1 @@
+"""Kernel descriptions (from the traced program) and profiler trace parsing, shared by the Pallas backends."""
