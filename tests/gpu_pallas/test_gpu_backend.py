@@ -75,7 +75,9 @@ def test_honest_gpu_kernels_are_lowered_for_cuda_and_correct(gpu_backend, task, 
 
 def test_a_block_triton_refuses_is_a_compile_error_with_the_candidate_line(gpu_backend):
     t = _task(gpu_backend, "matmul_bias_gelu")
-    source = (KERNELS / "lower_not_power_of_two.py").read_text()
+    honest = (KERNELS / "honest_matmul_bias_gelu.py").read_text()
+    source = honest.replace("BM, BN, BK = 64, 128, 32", "BM, BN, BK = 48, 128, 32")  # 48 rows: not a power of 2
+    assert source != honest
     ev = _judge(gpu_backend, t, source)
     assert ev.status is EvalStatus.COMPILE_ERROR, ev.reason
     assert "power of 2" in ev.reason and "(48, 32)" in ev.reason

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from maxkernel_core import hookimpl
+from maxkernel_pallas_judge.roles import judge_and_keep, profile_from_verdict
 
 from .backend import GpuPallasBackend
 
-#: This plugin's run cache (``ctx.cache``), and how many verdicts it keeps for the profiler.
+#: This plugin's run cache (``ctx.cache``): the verdicts the profiler reads.
 CACHE = "gpu_pallas"
-KEPT_VERDICTS = 256
 
 
 @hookimpl
@@ -16,23 +16,17 @@ def register_backends(register):
     register(GpuPallasBackend)
 
 
-@hookimpl(tryfirst=True)
+@hookimpl(trylast=True)
 def agent_test(task, candidate, ctx):
     """The tester role: the shared sandboxed evaluation cascade, on the run's executor."""
     if not isinstance(ctx.backend, GpuPallasBackend):
         return None
-    evaluation = ctx.judge(task, candidate)
-    verdicts = ctx.cache(CACHE).setdefault("verdicts", {})
-    verdicts[candidate.id] = evaluation
-    while len(verdicts) > KEPT_VERDICTS:
-        verdicts.pop(next(iter(verdicts)))
-    return evaluation
+    return judge_and_keep(task, candidate, ctx, CACHE)
 
 
-@hookimpl(tryfirst=True)
+@hookimpl(trylast=True)
 def agent_profile(task, candidate, ctx):
     """The profiler role: device time on a GPU host, else the roofline estimate (labelled one)."""
     if not isinstance(ctx.backend, GpuPallasBackend):
         return None
-    evaluation = ctx.cache(CACHE).get("verdicts", {}).get(candidate.id) or ctx.judge(task, candidate)
-    return evaluation.profile or evaluation.estimate
+    return profile_from_verdict(task, candidate, ctx, CACHE)

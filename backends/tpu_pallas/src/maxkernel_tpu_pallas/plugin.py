@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from maxkernel_core import hookimpl
+from maxkernel_pallas_judge.roles import judge_and_keep, profile_from_verdict
 
 from .backend import TpuPallasBackend
 
-#: This plugin's run cache (``ctx.cache``), and how many verdicts it keeps for the profiler.
+#: This plugin's run cache (``ctx.cache``): the verdicts the profiler reads.
 CACHE = "tpu_pallas"
-KEPT_VERDICTS = 256
 
 
 @hookimpl
@@ -21,13 +21,7 @@ def agent_test(task, candidate, ctx):
     """The tester role for this backend: the sandboxed evaluation cascade, on the run's executor."""
     if not isinstance(ctx.backend, TpuPallasBackend):
         return None
-    evaluation = ctx.judge(task, candidate)
-    # Judged here or on another host, the verdict (and its estimate) is what the profiler reads.
-    verdicts = ctx.cache(CACHE).setdefault("verdicts", {})
-    verdicts[candidate.id] = evaluation
-    while len(verdicts) > KEPT_VERDICTS:
-        verdicts.pop(next(iter(verdicts)))
-    return evaluation
+    return judge_and_keep(task, candidate, ctx, CACHE)
 
 
 @hookimpl(trylast=True)
@@ -36,8 +30,7 @@ def agent_profile(task, candidate, ctx):
     candidate's verdict: the evaluation traced the kernel at full size already (and timed it on a TPU)."""
     if not isinstance(ctx.backend, TpuPallasBackend):
         return None
-    evaluation = ctx.cache(CACHE).get("verdicts", {}).get(candidate.id) or ctx.judge(task, candidate)
-    return evaluation.profile or evaluation.estimate
+    return profile_from_verdict(task, candidate, ctx, CACHE)
 
 
 @hookimpl

@@ -21,11 +21,7 @@ def chip_facts(target: str) -> str:
 
 def knowledge_pack(target: str, budget_chars: int) -> str:
     """Chip facts, then the rules, each included whole while it fits the budget."""
-    sections = [chip_facts(target), resources.files(__package__).joinpath("pallas_gpu.md").read_text().strip()]
-    kept, used = [], 0
-    for section in sections:
-        if used + len(section) + 2 > budget_chars:
-            continue
-        kept.append(section)
-        used += len(section) + 2
-    return "\n\n".join(kept)
+    from maxkernel_pallas_judge.roles import within_budget
+
+    return within_budget([chip_facts(target), resources.files(__package__).joinpath("pallas_gpu.md").read_text().strip()],
+                         budget_chars)

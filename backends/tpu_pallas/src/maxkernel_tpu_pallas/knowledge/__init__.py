@@ -68,12 +68,7 @@ def chip_facts(target: str) -> str:
 
 def knowledge_pack(target: str, budget_chars: int) -> str:
     """Chip facts, rules, then API signatures, each included whole while it fits the budget."""
-    sections = [chip_facts(target), resources.files(__package__).joinpath("rules.md").read_text().strip(),
-                api_signatures()]
-    out, used = [], 0
-    for section in sections:
-        if used + len(section) + 2 > budget_chars:
-            continue
-        out.append(section)
-        used += len(section) + 2
-    return "\n\n".join(out)
+    from maxkernel_pallas_judge.roles import within_budget
+
+    return within_budget([chip_facts(target), resources.files(__package__).joinpath("rules.md").read_text().strip(),
+                          api_signatures()], budget_chars)
