@@ -48,3 +48,16 @@ def test_compare_refuses_resume_and_kernels_in_one_line(tmp_path):
     result = run_cli("bench", "--suite", str(tmp_path), "--compare", "strategy=auto,graph", "--resume", "bench-1",
                      env={"MAXKERNEL_HOME": str(tmp_path / "home")})
     assert result.returncode == 2 and "--compare runs a strategy per value" in result.stderr
+
+
+def test_the_benchs_backend_reaches_every_tasks_settings_and_is_stored_with_it():
+    """``bench --backend gpu_pallas --target h100``: each task runs on that backend (and a resume keeps it)."""
+    from attrs import asdict
+    from maxkernel_core.bench.runner import task_settings
+    from maxkernel_core.config import Settings
+
+    config = BenchConfig("jaxbench", backend="gpu_pallas", target="h100")
+    settings = task_settings(Settings(), config)
+    assert (settings.run.backend, settings.run.target) == ("gpu_pallas", "h100")
+    assert BenchConfig(**asdict(config)) == config  # the stored config, as --resume reads it back
+    assert task_settings(Settings(), BenchConfig("jaxbench")).run.backend == Settings().run.backend

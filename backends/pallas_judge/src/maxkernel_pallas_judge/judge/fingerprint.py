@@ -25,7 +25,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 COMPILERS = ("jax", "jaxlib", "libtpu")
 
 
-def _version(dist: str) -> str:
+def distribution_version(dist: str) -> str:
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
@@ -34,7 +34,7 @@ def _version(dist: str) -> str:
 
 def compiler_versions() -> str:
     """jax, jaxlib and libtpu as installed: a tuned kernel is kept per these (another version is a miss)."""
-    return ", ".join(f"{dist} {_version(dist)}" for dist in COMPILERS)
+    return ", ".join(f"{dist} {distribution_version(dist)}" for dist in COMPILERS)
 
 
 def _files_digest(paths: list[Path]) -> str:
@@ -75,9 +75,9 @@ def judge_fingerprint(task: Task, target: str, eval_settings, backend_parts: dic
         "task": task_digest(task),
         "target": target,
         "eval": repr(eval_settings),
-        "versions": f"{compiler_versions()}, maxkernel {_version('maxkernel')}"
+        "versions": f"{compiler_versions()}, maxkernel {distribution_version('maxkernel')}"
                     # a PyTorch task's reference is torchax's translation: another torch or torchax, another judge
-                    + (f", torch {_version('torch')}, torchax {_version('torchax')}"
+                    + (f", torch {distribution_version('torch')}, torchax {distribution_version('torchax')}"
                        if task.metadata.get("wrap") == "pytorch" else ""),
         "judge": judge_source_digest(),
         "machine": platform.node(),
