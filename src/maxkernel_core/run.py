@@ -143,7 +143,8 @@ def kernel_header(result: RunResult, task, config: RunConfig) -> str:
             f"Obtained by strategy {config.strategy} with provider {config.provider}: {how.role or '?'} "
             f"({how.transformation or how.model or 'first version'}), candidate {cand.id}, after "
             f"{result.evaluations} evaluations.\n"
-            f'Re-judge it with: maxkernel eval --task {task.id} --kernel kernel.py --target {config.target}\n"""\n\n')
+            f"Re-judge it with: maxkernel eval --task {task.id} --kernel kernel.py --backend {config.backend} "
+            f'--target {config.target}\n"""\n\n')
 
 
 def write_outputs(result: RunResult, task, config: RunConfig, store: RunStore, out: Path) -> dict[str, Path]:

@@ -147,3 +147,9 @@ def test_run_with_the_offline_provider_end_to_end_writes_a_verified_gpu_kernel(t
     assert "perfect fusion" in best["reference_basis"]
     assert "lowered for CUDA" in report["headline"]
     assert "h200" in result.stderr and "lowered for CUDA and modelled from datasheet figures" in result.stderr
+    # the kernel's header says how to judge it again, and that command does
+    assert "maxkernel eval --task test_rmsnorm --kernel kernel.py --backend gpu_pallas --target h200" in kernel
+    again = run_cli("eval", "--task", str(TASKS / "rmsnorm"), "--kernel", str(out / "kernel.py"), "--backend",
+                    "gpu_pallas", "--target", "h200", "--json", env={"MAXKERNEL_HOME": str(tmp_path / "home")},
+                    timeout=600)
+    assert again.returncode == 0 and json.loads(again.stdout)["status"] == "ok", again.stderr[-2000:]

@@ -63,12 +63,14 @@ def read_kernel(path: Path) -> str:
         raise TaskError(f"kernel file {path} cannot be read: {exc.strerror}") from None
 
 
-def judge_file(ctx: click.Context, task_ref: str, kernel: Path, target: str | None):
-    """Load the task, judge the kernel file as a user's candidate; (task, evaluation)."""
+def judge_file(ctx: click.Context, task_ref: str, kernel: Path, target: str | None, backend_name: str = "tpu_pallas"):
+    """Load the task, judge the kernel file as a user's candidate on ``backend_name`` (any Pallas backend: they
+    share the judge); (task, evaluation)."""
     app = app_for(ctx)
     app.override(run__target=(target, "--target"))
-    backend = app.backend("tpu_pallas")
+    backend = app.backend(backend_name)
     try:
+        backend.check_target(app.settings.run.target)  # an unknown target is refused before anything starts
         task = backend.load_task(task_ref, tuple(app.task_roots(backend)))
         candidate = Candidate(task.id, read_kernel(kernel), provenance=Provenance(role="user", transformation=str(kernel)))
         return task, backend.evaluate(task, candidate, target=app.settings.run.target)
@@ -80,12 +82,15 @@ def judge_file(ctx: click.Context, task_ref: str, kernel: Path, target: str | No
 @click.option("--task", "task_ref", required=True, help="Task id (searched in tasks.paths) or path.")
 @click.option("--kernel", "kernel", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Candidate module defining computation().")
-@click.option("--target", type=click.Choice(list(TARGETS)), default=None, help="TPU generation (default: run.target).")
+@click.option("--backend", "backend_name", default="tpu_pallas", show_default=True,
+              help="The Pallas backend that judges it (gpu_pallas judges a GPU kernel).")
+@click.option("--target", default=None, help=f"The backend's target (TPU: {', '.join(TARGETS)}; default: run.target).")
 @click.option("--json", "as_json", is_flag=True, help="Print the Evaluation record as one JSON object.")
 @click.pass_context
-def eval_command(ctx: click.Context, task_ref: str, kernel: Path, target: str | None, as_json: bool) -> int:
+def eval_command(ctx: click.Context, task_ref: str, kernel: Path, backend_name: str, target: str | None,
+                 as_json: bool) -> int:
     """Judge KERNEL against TASK: trace, proof of kernel, TPU compile, correctness (exit 0 ok, 1 failed)."""
-    task, evaluation = judge_file(ctx, task_ref, kernel, target)
+    task, evaluation = judge_file(ctx, task_ref, kernel, target, backend_name)
     if as_json:
         click.echo(json.dumps(to_json(evaluation), sort_keys=True, default=str))
     else:
