@@ -6,6 +6,7 @@ import pytest
 
 from maxkernel_pallas_judge.judge.evaluator import ReferenceData
 from maxkernel_tpu_pallas.profiling.params import shipped_params
+from maxkernel_tpu_pallas.tpu_platform import TPU
 
 CHIP = {"mem_bw_bytes_per_second": 8.2e11, "bf16_ops_per_second": 1.97e14, "mxu_column_size": 128, "num_mxus": 4}
 
@@ -18,7 +19,7 @@ def gemm_op(trips: int) -> dict:
 
 def reference(ops, ok=True, optimal=1e-3) -> ReferenceData:
     xla = {"ok": ok, "chip": CHIP, "cost": {"optimal_seconds": optimal}, "program": {"ops": ops, "notes": []}}
-    return ReferenceData([], (), {}, None, [], [], [], "cpu", xla=xla, target="v5e")
+    return ReferenceData([], (), {}, None, [], [], [], "cpu", xla=xla, target="v5e", judge_platform=TPU)
 
 
 def test_a_loop_of_eight_trips_costs_eight_times_one():
@@ -38,5 +39,5 @@ def test_the_estimate_is_made_by_the_parameters_in_force():
 def test_no_compiled_program_means_no_estimate():
     assert reference([gemm_op(1)], ok=False).xla_seconds is None
     ref = ReferenceData([], (), {}, None, [], [], [], "cpu",
-                        xla={"ok": True, "chip": CHIP, "cost": {}, "program": {"error": "x"}})
+                        xla={"ok": True, "chip": CHIP, "cost": {}, "program": {"error": "x"}}, judge_platform=TPU)
     assert ref.xla_seconds is None

@@ -172,11 +172,16 @@ def runs_show(run_id: str, as_json: bool) -> None:
 def tasks_cmd(path: Path | None, as_json: bool) -> None:
     """List the tasks in PATH, or in the configured and bundled task folders."""
     app = _app()
-    refs = []
-    for backend in app.backends():
+    refs, seen = [], set()
+    # backends that read the same formats find the same tasks: each is listed once, as run.backend reads it
+    backends = sorted(app.backends(), key=lambda b: b.name != app.settings.run.backend)
+    for backend in backends:
         roots = [path] if path else app.task_roots(backend)
         for root in roots:
-            refs.extend(backend.discover_tasks(Path(root)))
+            for ref in backend.discover_tasks(Path(root)):
+                if (ref.id, str(ref.path)) not in seen:
+                    seen.add((ref.id, str(ref.path)))
+                    refs.append(ref)
     refs.sort(key=lambda r: natural_key(r.id))
     if as_json:
         _echo_json([{"id": r.id, "format": r.format, "backend": r.backend, "sizes": list(r.sizes),
