@@ -140,9 +140,6 @@ class GpuPlatform(Platform):
 
         return xla_roofline(xla, xla.get("chip") or chip_figures(target))
 
-    def fits(self, est) -> bool:
-        return est.fits_vmem
-
     def diagnose(self, est) -> list[str]:
         from .diagnosis import diagnose
 

@@ -8,6 +8,8 @@ from typing import Any
 
 from maxkernel_pallas_judge.judge.platform import Platform
 
+from .profiling.vmem import VMEM_HEADROOM
+
 
 class TpuPlatform(Platform):
     name = "tpu"
@@ -16,7 +18,7 @@ class TpuPlatform(Platform):
     spec = "maxkernel_tpu_pallas.tpu_platform:TPU"
     watched = ("maxkernel_tpu_pallas", "jax.experimental.pallas.tpu", "jax._src.tpu_custom_call")
     memory_name = "VMEM"
-    memory_headroom = 15 / 16  # profiling.vmem.VMEM_HEADROOM (asserted equal in the tests)
+    memory_headroom = VMEM_HEADROOM
 
     def attached(self) -> bool:
         """A TPU VM exposes /dev/accel* (v2-v4) or /dev/vfio/* (v5e and later)."""

@@ -120,7 +120,6 @@ class Platform:
         """Whether every kernel's blocks fit the chip's on-chip memory by the model."""
         return est.fits_vmem
 
-
     def diagnose(self, est) -> list[str]:
         """What the estimate says limits the kernels, in sentences to act on."""
         return []
@@ -133,8 +132,9 @@ class Platform:
     def profile(self, candidate_id: str, est, xla_seconds: float | None, reference_note: str = ""):
         from maxkernel_core import Profile
 
+        details = self.details(est, xla_seconds)  # the diagnosis is made once, inside the details
         return Profile(candidate_id, "cost_model", True, est.seconds, xla_seconds, est.bound,
-                       tuple(self.diagnose(est)), self.details(est, xla_seconds),
+                       tuple(details["diagnosis"]), details,
                        roofline_fraction=est.roofline_fraction, arithmetic_intensity=est.arithmetic_intensity,
                        fits_memory=est.fits_vmem, reference_note=reference_note, estimate_basis=self.estimate_basis,
                        reference_basis=self.reference_basis)
