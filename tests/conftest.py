@@ -39,7 +39,7 @@ def example_plugin_dir(tmp_path_factory) -> Path:
 # order, so the longest start first and the suite does not end with one worker alone on a long file
 # (xdist's own reorder, by number of tests, put the few-but-slow files last: 9 of 25 minutes on one core).
 LONGEST_FIRST = (
-    "tests/jaxbench/test_tasks.py", "tests/strategies/test_graph.py", "tests/executors/test_ray_cluster.py",
+    "tests/strategies/test_graph.py", "tests/executors/test_ray_cluster.py",
     "tests/tpu_pallas/test_experts.py", "tests/offline/test_synthesizer.py", "tests/tpu_pallas/test_profile.py",
     "tests/tpu_pallas/test_evaluation.py", "tests/strategies/test_run.py", "tests/bench/test_bench_cli.py",
     "tests/ui/test_hitl_in_the_browser.py",

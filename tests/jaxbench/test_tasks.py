@@ -84,6 +84,7 @@ CHECKED_BY_EXPERT_TESTS = {"1p_Flash_Attention", "2p_GQA_Attention", "3p_MLA_Att
 
 
 @pytest.mark.slow
+@pytest.mark.jaxbench_full  # 43 full-size XLA compiles: CI runs them after the suite (make test-jaxbench)
 @pytest.mark.parametrize("task_id", [t for t in PRESENT if t not in CHECKED_BY_EXPERT_TESTS])
 def test_reference_runs_small_on_cpu_and_compiles_full_for_v6e(task_id, evaluator):
     check_reference(task_id, evaluator.reference(tasks.load_task_at(ROOT / task_id), "v6e"))
@@ -111,6 +112,7 @@ def check_reference(task_id: str, ref) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.jaxbench_full
 def test_a_reference_over_the_targets_hbm_is_still_judged(evaluator):
     task = tasks.load_task_at(ROOT / "2p_GQA_Attention")
     ref = evaluator.reference(task, "v5e")
