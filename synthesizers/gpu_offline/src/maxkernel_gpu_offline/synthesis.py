@@ -90,6 +90,12 @@ def synthesis(task, ctx) -> GpuSynthesis:
 
 def _writer(found):
     a = found.analysis
+    if a.tail_from is not None and a.template == "matmul_epilogue":
+        raise OfflineDeclined("ops after the epilogue's per-row result (run in XLA by the TPU template) have no GPU "
+                              "template yet")
+    if a.group_reductions:
+        raise OfflineDeclined(f"statistics over groups of {a.group} features (GroupNorm) have no GPU template yet: "
+                              "the TPU templates take them with lane rotations Triton does not have")
     if a.template == "rowwise":
         if not any(a.kinds[n] == "row" for n in a.program.inputs):
             raise OfflineDeclined("no input has the output's row shape (the rows come from a broadcast)")

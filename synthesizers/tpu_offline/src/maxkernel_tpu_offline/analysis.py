@@ -7,9 +7,10 @@ value is given a *kind* relative to a 2-D row view ``(rows, D)`` of the output:
 * ``row``: the full ``(..., D)`` shape (leading dims flattened into rows);
 * ``rowred``: reduced over the last axis (``(..., 1)`` or ``(...)``);
 * ``col``: varies along D only (a bias or weight of shape ``(D,)``);
-* ``scalar``: one value.
+* ``scalar``: one value;
+* ``grow``/``gred``: a row seen in GroupNorm's groups, and a group's statistic (groups.py).
 
-If every op keeps rows independent (elementwise math, broadcasts, reductions
+The rules are rows.py's. If every op keeps rows independent (elementwise math, broadcasts, reductions
 over the last axis), a row-blocked kernel computes it exactly: the *row-wise*
 template. If one ``dot_general`` (M, K) @ (K, N) feeds such a chain, the
 *matmul-with-epilogue* template applies, with kinds relative to (M, N).
@@ -25,79 +26,9 @@ from attrs import define
 
 from .attention import analyse_attention, count_dots
 from .batch import batched_inputs
-from .ir import ELEMENTWISE, LAST_AXIS_REDUCTIONS, SHAPE_ONLY, Declined, Eqn, Program
+from .ir import Declined, Eqn, Program
+from .rows import classify_rows, kind_of, row_tail, splittable_reduction
 from .staged import analyse_staged
-
-def _kind(shape: tuple[int, ...], rows: int, d: int) -> str:
-    size = math.prod(shape)
-    if size == 1:
-        return "scalar"
-    if shape and shape[-1] == d and size == rows * d:
-        return "row"
-    if size == rows and (not shape or shape[-1] != d or d == 1):
-        return "rowred"
-    if shape and shape[-1] == d and size == d:
-        return "col"
-    return "other"
-
-
-def _check_row_gather(eqn: Eqn, program: Program, in_kinds: list[str], out_kind: str) -> None:
-    """A gather is row-local when it picks one element of each row's last axis (``take_along_axis`` of a
-    label per row, as cross-entropy does): the kernel selects it with a one-hot compare on the row."""
-    dn, src = eqn.params["dimension_numbers"], program.shapes[eqn.inputs[0]]
-    lead = tuple(range(len(src) - 1))
-    last = (len(src) - 1,)
-    if (in_kinds[:2] != ["row", "rowred"] or out_kind != "rowred" or tuple(dn.offset_dims) != ()
-            or tuple(dn.collapsed_slice_dims) != last or tuple(dn.start_index_map) != last
-            or tuple(getattr(dn, "operand_batching_dims", ())) != lead
-            or tuple(getattr(dn, "start_indices_batching_dims", ())) != lead
-            or any(size != 1 for size in eqn.params["slice_sizes"])):
-        raise Declined(f"a gather from {src} that does not pick one element of each row's last axis (only "
-                       "take_along_axis of one index per row keeps rows independent)")
-
-
-@define
-class RowPlan:
-    """A program whose values all have row kinds relative to (rows, d)."""
-
-    rows: int
-    d: int
-    kinds: dict[str, str]
-    reductions: int
-
-
-def classify_rows(program: Program, eqns: list[Eqn], seeds: dict[str, str], rows: int, d: int) -> RowPlan:
-    """Give every value a kind, or decline naming the op that mixes rows."""
-    kinds = dict(seeds)
-    reductions = 0
-    for eqn in eqns:
-        in_kinds = [kinds.get(i, "scalar") if isinstance(i, str) else "scalar" for i in eqn.inputs]
-        out_kind = _kind(eqn.out_shapes[0], rows, d)
-        if "other" in in_kinds or out_kind == "other":
-            raise Declined(f"{eqn.prim} works on a shape {eqn.out_shapes[0]} that is not a row, a row statistic, "
-                           f"a per-column parameter or a scalar of the ({rows}, {d}) row view")
-        if out_kind == "col" and rows == d and "rowred" in in_kinds:
-            out_kind = "rowred"  # rows == d: a (d,) value computed from row statistics is one of them
-        if eqn.prim == "gather":
-            _check_row_gather(eqn, program, in_kinds, out_kind)
-        elif eqn.prim in LAST_AXIS_REDUCTIONS:
-            axes = tuple(eqn.params.get("axes", ()))
-            src = program.shapes[eqn.inputs[0]]
-            if in_kinds[0] != "row" or axes != (len(src) - 1,):
-                raise Declined(f"{eqn.prim} over axes {axes} of {src} mixes rows (only last-axis reductions keep "
-                               "rows independent)")
-            reductions += 1
-            out_kind = "rowred"  # a row's statistic, even where rows == d makes its shape read as a column
-        elif eqn.prim not in ELEMENTWISE and eqn.prim not in SHAPE_ONLY:
-            raise Declined(f"the reference uses {eqn.prim}, which the row-wise templates do not emit")
-        if (eqn.prim == "reshape" and in_kinds[0] != out_kind and {in_kinds[0], out_kind} != {"rowred"}
-                and not (in_kinds[0] in ("rowred", "scalar") and out_kind in ("rowred", "scalar"))):
-            raise Declined(f"a reshape from {program.shapes[eqn.inputs[0]]} to {eqn.out_shapes[0]} moves data "
-                           "between rows")
-        if len(eqn.outputs) != 1:
-            raise Declined(f"{eqn.prim} has several outputs")
-        kinds[eqn.outputs[0]] = out_kind
-    return RowPlan(rows, d, kinds, reductions)
 
 
 @define
@@ -120,6 +51,18 @@ class Analysis:
     #: per row; the rest runs after it on those values
     tail_from: int | None = None
     partial: str = ""
+    #: GroupNorm's group size when the epilogue takes statistics over groups of the row (groups.py), and which
+    #: values those statistics are
+    group: int | None = None
+    group_reductions: frozenset[str] = frozenset()
+    #: matmul_epilogue whose one row reduction is its last op (40k's row minimum): each N tile writes its own
+    #: partial (sum, max or min) and XLA combines the tiles' partials, so N need not be one block
+    tile_reduction: str | None = None
+
+    @property
+    def full_rows(self) -> bool:
+        """Whether a block must hold whole rows: the epilogue reduces over them and the reduction is not split."""
+        return bool(self.reductions) and self.tile_reduction is None
 
     @property
     def output(self) -> str:
@@ -195,14 +138,15 @@ def _specific(program: Program) -> Analysis:
         plan = classify_rows(program, program.eqns, seeds, rows, d)
         why = (f"rows are independent: {plan.reductions} reduction(s) over the last axis, the rest elementwise"
                if plan.reductions else "elementwise: every output element depends on the same element of the inputs")
-        return Analysis("rowwise", program, rows, d, plan.kinds, reductions=plan.reductions, why=why)
+        return Analysis("rowwise", program, rows, d, plan.kinds, reductions=plan.reductions, why=why,
+                        group=plan.group, group_reductions=plan.group_reductions)
     return _matmul(program, dots[0])
 
 
 def _seeds(program: Program, rows: int, d: int) -> dict[str, str]:
     """The inputs' kinds. Where rows == d a vector's shape says nothing (a column parameter and a per-row value
     are both (d,)): one broadcast along the rows (``a[:, None]``, broadcast dims (0,)) is per row."""
-    seeds = {name: _kind(program.shapes[name], rows, d) for name in program.inputs}
+    seeds = {name: kind_of(program.shapes[name], rows, d) for name in program.inputs}
     if rows == d:
         for eqn in program.eqns:
             if (eqn.prim == "broadcast_in_dim" and seeds.get(eqn.inputs[0]) == "col"
@@ -260,11 +204,25 @@ def _matmul(program: Program, dot: Eqn) -> Analysis:
     m, n = ls[0], (rs[0] if tuple(rc) == (1,) else rs[1])
     if before:
         raise Declined(f"{before[0].prim} runs before the matmul (a prologue is not fused yet)")
-    seeds = {name: _kind(program.shapes[name], m, n) for name in program.inputs if name not in (lhs, rhs)}
+    seeds = {name: kind_of(program.shapes[name], m, n) for name in program.inputs if name not in (lhs, rhs)}
     seeds[dot.outputs[0]] = "row"
-    plan = classify_rows(program, program.eqns[index + 1:], seeds, m, n)
+    try:
+        plan, tail_from, partial = classify_rows(program, program.eqns[index + 1:], seeds, m, n), None, ""
+    except Declined as whole:
+        found = row_tail(program, index, seeds, m, n)
+        if found is None:
+            raise whole from None
+        plan, tail_from, partial = found
     layout = " (W stored (N, K), contracted on its last dim)" if transposed else ""
-    why = (f"one matmul ({m}x{ls[1]} @ {ls[1]}x{n}{layout}) followed by {len(program.eqns) - index - 1} "
-           f"elementwise or row ops, fused as the epilogue at the last K step")
+    grouped = (f" (statistics over groups of {plan.group} features taken per output tile)" if plan.group else "")
+    fused = (tail_from or len(program.eqns)) - index - 1
+    tail = (f"; the {len(program.eqns) - tail_from} op(s) after its per-row result run on those {m} values in XLA"
+            if tail_from else "")
+    why = (f"one matmul ({m}x{ls[1]} @ {ls[1]}x{n}{layout}) followed by {fused} "
+           f"elementwise or row ops, fused as the epilogue at the last K step{grouped}{tail}")
+    split = splittable_reduction(program.eqns[index + 1:tail_from], plan)
+    if split:
+        why += f"; its row {split.removeprefix('reduce_')} is taken per N tile and the tiles' results combined in XLA"
     return Analysis("matmul_epilogue", program, m, n, plan.kinds, dot=dot, reductions=plan.reductions, why=why,
-                    rhs=rhs, rhs_transposed=transposed)
+                    rhs=rhs, rhs_transposed=transposed, group=plan.group, group_reductions=plan.group_reductions,
+                    tail_from=tail_from, partial=partial, tile_reduction=split)

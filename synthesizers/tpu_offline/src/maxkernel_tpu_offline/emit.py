@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .groups import reduce_text
 from .ir import Declined, Eqn
 
 BINARY = {"add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
@@ -72,8 +73,10 @@ def elementwise_text(prim: str, args: list[str], params: dict[str, Any]) -> str 
     return None
 
 
-def emit(eqns: list[Eqn], names: dict[str, str], indent: str = "    ") -> list[str]:
-    """Lines computing each equation's output; ``names`` maps values to Python names (extended here)."""
+def emit(eqns: list[Eqn], names: dict[str, str], indent: str = "    ", *, group: int | None = None,
+         group_reductions: frozenset[str] = frozenset()) -> list[str]:
+    """Lines computing each equation's output; ``names`` maps values to Python names (extended here). The
+    reductions named in ``group_reductions`` are over groups of ``group`` lanes (groups.py)."""
 
     def ref(x: Any) -> str:
         return names[x] if isinstance(x, str) else literal(x)
@@ -99,6 +102,8 @@ def emit(eqns: list[Eqn], names: dict[str, str], indent: str = "    ") -> list[s
                 f"jax.lax.select_n({', '.join(args)})"
         elif p == "clamp":
             expr = f"jnp.clip({args[1]}, {args[0]}, {args[2]})"
+        elif p in REDUCE and out in group_reductions:
+            expr = reduce_text(p, args[0], group)
         elif p in REDUCE:
             expr = f"{REDUCE[p]}({args[0]}, axis=-1, keepdims=True)"
         elif p in ("argmax", "argmin"):

@@ -35,6 +35,8 @@ class Eqn:
     out_dtypes: list[str]
     #: input position -> Python expression, for literals that depend on the input size (jnp.mean's 1/D)
     literal_exprs: dict[int, str] = field(factory=dict)
+    #: the output shape as a Python expression of the dims, for a shape op that runs outside the kernel (a tail)
+    shape_expr: str | None = None
 
 
 @define
@@ -131,3 +133,19 @@ def bind_size_literals(full: Program, small: Program, dims_full: dict[str, int],
             else:
                 raise Declined(f"a constant of {eq_full.prim} changes with the input size ({lf} at full size, {ls} "
                                "at small size) in a way the synthesizer cannot express")
+
+
+def bind_tail_shapes(full: list[Eqn], small: list[Eqn], dims_full: dict[str, int], dims_small: dict[str, int]) -> None:
+    """Give each shape op of a tail that runs outside the kernel (on the whole array, in XLA) its output shape as
+    an expression of the dims: a dim that changes with the input size must be one of them."""
+    for eq_full, eq_small in zip(full, small, strict=True):
+        if eq_full.prim not in SHAPE_ONLY:
+            continue
+        parts = []
+        for vf, vs in zip(eq_full.out_shapes[0], eq_small.out_shapes[0], strict=True):
+            name = next((n for n in dims_full if (dims_full[n], dims_small[n]) == (vf, vs)), None)
+            if vf != vs and name is None:
+                raise Declined(f"the tail's {eq_full.prim} to {eq_full.out_shapes[0]} has a dim ({vf} at full size, "
+                               f"{vs} at small size) that is none of the kernel's sizes")
+            parts.append(str(vf) if vf == vs else name)
+        eq_full.shape_expr = f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"

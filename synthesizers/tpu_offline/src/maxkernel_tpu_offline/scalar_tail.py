@@ -54,11 +54,13 @@ def split(program: Program, rows: int, d: int) -> tuple[Program, int, str] | Non
     return Program(program.inputs, program.outputs, eqns, shapes, dtypes, program.closed), tail_from, partial
 
 
-def tail_lines(eqns: list[Eqn], partial: str, indent: str = "    ") -> tuple[list[str], str]:
-    """Python for the tail on the full per-row array (``partial`` in the module): lines and the result's name."""
+def tail_lines(eqns: list[Eqn], partial: str, indent: str = "    ",
+               inputs: dict[str, str] | None = None) -> tuple[list[str], str]:
+    """Python for the tail on the full per-row array (``partial`` in the module): lines and the result's name.
+    ``inputs`` names the program's inputs the tail reads (a bias added after the statistic)."""
     from .emit import elementwise_text
 
-    names = {partial: "partial"}
+    names = {**(inputs or {}), partial: "partial"}
 
     def ref(i: int, eqn: Eqn) -> str:
         x = eqn.inputs[i]
@@ -70,8 +72,11 @@ def tail_lines(eqns: list[Eqn], partial: str, indent: str = "    ") -> tuple[lis
         out = eqn.outputs[0]
         if eqn.prim in FULL_REDUCTIONS:
             expr = f"{FULL_REDUCTIONS[eqn.prim]}({args[0]})"
+        elif eqn.prim == "broadcast_in_dim":
+            dims = tuple(eqn.params["broadcast_dimensions"])
+            expr = f"jax.lax.broadcast_in_dim({args[0]}, {eqn.shape_expr or eqn.out_shapes[0]!r}, {dims!r})"
         elif eqn.prim in SHAPE_ONLY:
-            expr = f"jnp.reshape({args[0]}, {eqn.out_shapes[0]!r})"
+            expr = f"jnp.reshape({args[0]}, {eqn.shape_expr or eqn.out_shapes[0]!r})"
         elif eqn.prim == "convert_element_type":
             expr = f"jnp.asarray({args[0]}, jnp.{eqn.out_dtypes[0]})"
         elif eqn.prim in BINARY or eqn.prim in UNARY or eqn.prim == "integer_pow":

@@ -13,7 +13,9 @@ from typing import Any
 
 from .analysis import Analysis
 from .blocks import legal_block, pipelined_operand, sublane_align
-from .templates import accumulates_in_output
+from .groups import epilogue_ops as group_epilogue_ops
+from .liveness import temporaries_per_element
+from .templates import accumulates_in_output, n_align
 
 POWERS = [2 ** i for i in range(3, 14)]  # 8 .. 8192
 
@@ -37,7 +39,7 @@ def space(a: Analysis, dtype: str) -> dict[str, list[int]]:
     (m, k), n = a.program.shapes[a.dot.inputs[0]], a.d
     return {
         "BLOCK_M": [p for p in POWERS if align <= p <= max(m, align) and p <= 2048],
-        "BLOCK_N": [n] if a.reductions else [p for p in POWERS if 128 <= p <= max(n, 128) and p <= 4096],
+        "BLOCK_N": [n] if a.full_rows else [p for p in POWERS if n_align(a) <= p <= max(n, 128) and p <= 4096],
         "BLOCK_K": [p for p in POWERS if 128 <= p <= max(k, 128) and p <= 4096],
     }
 
@@ -45,7 +47,7 @@ def space(a: Analysis, dtype: str) -> dict[str, list[int]]:
 def _fixed(a: Analysis, vmem_limit: int) -> dict[str, int]:
     if a.template in ("rowwise", "batch", "attention", "staged"):
         return {"VMEM_LIMIT_BYTES": vmem_limit}
-    return {"FULL_ROWS": int(bool(a.reductions)), "VMEM_LIMIT_BYTES": vmem_limit}
+    return {"FULL_ROWS": int(a.full_rows), "VMEM_LIMIT_BYTES": vmem_limit}
 
 
 def describe(a: Analysis, point: dict[str, int], dtype: str) -> dict[str, Any] | list[dict[str, Any]]:
@@ -63,7 +65,7 @@ def describe(a: Analysis, point: dict[str, int], dtype: str) -> dict[str, Any] |
             operands.append(pipelined_operand("output" if name == a.output else "input",
                                               [a.rows if moving else 1, block[1]], block, dtype,
                                               steps - 1 if moving else 0, [moving]))
-        ops = len(a.program.eqns)
+        ops = len(a.program.eqns) + len(a.group_reductions) * group_epilogue_ops(a.group or 1)
         return {"name": "rowwise", "grid": [steps], "steps": steps, "dimension_semantics": ["parallel"],
                 "vmem_limit_bytes": point.get("VMEM_LIMIT_BYTES"), "operands": operands, "scratch": [],
                 "body": {"dots": [], "elementwise": ops * br * a.d, "transcendental": 0}, "repeat": 1}
@@ -79,7 +81,7 @@ def describe(a: Analysis, point: dict[str, int], dtype: str) -> dict[str, Any] |
         return describe_attention(a.attention, point)
     (m, k), n = shapes[a.dot.inputs[0]], a.d
     bm = legal_block(m, point["BLOCK_M"], align)
-    bn = n if a.reductions else legal_block(n, point["BLOCK_N"], 128)
+    bn = n if a.full_rows else legal_block(n, point["BLOCK_N"], n_align(a))
     bk = legal_block(k, point["BLOCK_K"], 128)
     gi, gj, gk = m // bm, n // bn, k // bk
     steps = gi * gj * gk
@@ -89,15 +91,36 @@ def describe(a: Analysis, point: dict[str, int], dtype: str) -> dict[str, Any] |
                 pipelined_operand("input", [n, k] if a.rhs_transposed else [k, n],
                                   [bn, bk] if a.rhs_transposed else [bk, bn], dtype,
                                   steps - 1 if gk > 1 or gi > 1 else gj - 1, [False, True, True]),
-                pipelined_operand("output", [m, n], [bm, bn], dtype, gi * gj - 1, [True, True, False])]
-    epilogue_ops = len(a.program.eqns) - a.program.eqns.index(a.dot) - 1
+                _output_operand(a, dtype, (m, n), (bm, bn), (gi, gj))]
+    epilogue_ops = (a.tail_from or len(a.program.eqns)) - a.program.eqns.index(a.dot) - 1
+    if a.group_reductions:  # each group statistic is a butterfly of lane rotations over the tile
+        epilogue_ops += len(a.group_reductions) * group_epilogue_ops(a.group)
     return {"name": "matmul_epilogue", "grid": [gi, gj, gk], "steps": steps,
             "dimension_semantics": ["parallel", "parallel", "arbitrary"], "vmem_limit_bytes": point.get("VMEM_LIMIT_BYTES"),
             "operands": operands,
-            "scratch": [] if accumulates_in_output(a) else [{"shape": [bm, bn], "dtype": "float32", "itemsize": 4}],
+            "scratch": ([] if accumulates_in_output(a) else [{"shape": [bm, bn], "dtype": "float32", "itemsize": 4}])
+            + _temporaries(a, bm, bn),
             "body": {"dots": [{"m": bm, "n": bn, "k": bk, "batch": 1, "dtype": dtype, "count": 1}],
                      "elementwise": bm * bn + epilogue_ops * bm * bn // max(gk, 1), "transcendental": 0},
             "repeat": 1}
+
+
+def _output_operand(a: Analysis, dtype: str, mn: tuple[int, int], block: tuple[int, int],
+                    grid: tuple[int, int]) -> dict[str, Any]:
+    """The output as the kernel writes it: (bm, bn) tiles of a row output; (bm, 1) of a per-row one, once per N
+    tile when the row reduction is split across them."""
+    (m, n), (bm, bn), (gi, gj) = mn, block, grid
+    if a.kinds[a.output] == "row":
+        return pipelined_operand("output", [m, n], [bm, bn], dtype, gi * gj - 1, [True, True, False])
+    tiles = gj if a.tile_reduction else 1
+    return pipelined_operand("output", [tiles * m, 1], [bm, 1], dtype, gi * tiles - 1, [True, bool(a.tile_reduction),
+                                                                                         False])
+
+
+def _temporaries(a: Analysis, bm: int, bn: int) -> list[dict[str, Any]]:
+    """The epilogue's tiles held in VMEM across its reductions (liveness.py), as f32 tiles of Mosaic scratch."""
+    tiles = -(-temporaries_per_element(a) // 4)
+    return [{"shape": [tiles, bm, bn], "dtype": "float32", "itemsize": 4}] if tiles else []
 
 
 def _describe_batch(a: Analysis, point: dict[str, int]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from maxkernel_core import Parameter, ParameterSpace
 from maxkernel_core.errors import MaxKernelError
 
 from .analysis import Analysis, analyse, analyse_staged_program
-from .ir import bind_size_literals
+from .ir import bind_size_literals, bind_tail_shapes
 from .ir import Declined, trace_reference
 from .flash import module_source as flash_module
 from .space import neighbours, rank, shrink_largest, space
@@ -189,6 +189,9 @@ def _bind(analysis: Analysis, small: Analysis | None) -> tuple[Analysis, Any]:
         return analysis, bind_sizes(analysis.attention, small.attention)  # the score pipeline's constants
     if small is not None:  # constants that depend on the size (1/D)
         bind_size_literals(analysis.program, small.program, dims(analysis), dims(small))
+        if analysis.tail_from is not None:  # a tail on the whole per-row array: its shapes follow the size
+            bind_tail_shapes(analysis.program.eqns[analysis.tail_from:], small.program.eqns[analysis.tail_from:],
+                             dims(analysis), dims(small))
     return analysis, None
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from .blocks import block_helper_source, sublane_align
 from .emit import emit
+from .groups import helper_source
 
 if TYPE_CHECKING:
     from .analysis import Analysis
@@ -40,6 +41,18 @@ from jax.experimental.pallas import tpu as pltpu
 
 
 {block_helper}'''
+
+
+def helpers(a: Analysis) -> str:
+    """The generated module's helpers: ``_block``, and ``_group_reduce`` where the epilogue takes group
+    statistics."""
+    return block_helper_source() + ("\n\n" + helper_source() if a.group_reductions else "")
+
+
+def n_align(a: Analysis) -> int:
+    """What a matmul's N block must be a multiple of: the lane tile, and whole groups of a grouped epilogue (a
+    power of 2, so the larger of the two)."""
+    return max(128, a.group or 1)
 
 
 def _constants(params: dict[str, int]) -> str:
@@ -72,6 +85,9 @@ def output_shape_expr(a: Analysis, lead_arg: str) -> str:
     keep = len(out) >= 1 and out[-1] == 1 and (lead is None or len(out) == len(lead))
     if a.template == "rowwise":
         return f"{lead_arg}.shape[:-1] + (1,)" if keep else f"{lead_arg}.shape[:-1]"
+    if out.count(1) == len(out) - 1 and a.rows in out:  # one value per row, in the reference's own rank
+        dims = ["m" if size == a.rows else "1" for size in out]
+        return f"({', '.join(dims)}{',' if len(dims) == 1 else ''})"
     return "(m, 1)" if keep else "(m,)"
 
 
@@ -86,7 +102,7 @@ def rowwise_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str
     args = [f"a{i}" for i in range(n_dynamic)]
     refs = [(name, f"{name}_ref") for name in inputs]
     names = {name: name for name in inputs}
-    body = emit(a.kernel_eqns, names)
+    body = emit(a.kernel_eqns, names, group=a.group, group_reductions=a.group_reductions)
     specs = []
     for kind in kinds:
         shape, index = spec_for(kind, "rows_per_block", "d", "i", "0")
@@ -97,7 +113,7 @@ def rowwise_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str
     lines = [HEADER.format(title=f"Row-wise Pallas TPU kernel for {task_id}.", template="rowwise", task_id=task_id,
                            why=f"Why it is exact: {a.why}. Each grid step loads BLOCK_ROWS whole rows into VMEM and "
                            "computes the entire reference on them (the reduced axis stays whole).",
-                           params=params, constants=_constants(params), block_helper=block_helper_source()), "",
+                           params=params, constants=_constants(params), block_helper=helpers(a)), "",
              f"def _rowwise_kernel({', '.join(r for _, r in refs)}, out_ref, *, d, rows):",
              "    \"\"\"The reference, fused: every op of it runs on the rows of this block.\"\"\"",
              *_load_lines(refs), *body,
@@ -120,27 +136,30 @@ def rowwise_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str
     return "\n".join(lines)
 
 
-def finish_lines(a: Analysis, lead_arg: str) -> list[str]:
-    """The computation's last lines: the kernel's output in the reference's shape, or the scalar tail on it."""
+def finish_lines(a: Analysis, lead_arg: str, arg_of: dict[str, str] | None = None) -> list[str]:
+    """The computation's last lines: the kernel's output in the reference's shape, or the tail on it (``arg_of``:
+    the module's names of the program inputs the tail reads)."""
     if a.tail_from is None:
         return [f"    return out.reshape({output_shape_expr(a, lead_arg)})"]
     from .scalar_tail import tail_lines
 
-    lines, result = tail_lines(a.program.eqns[a.tail_from:], a.partial)
+    lines, result = tail_lines(a.program.eqns[a.tail_from:], a.partial, inputs=arg_of)
     return [f"    partial = out.reshape({output_shape_expr(a, lead_arg)})  # one value per row",
-            "    # the reduction over rows and the scalar ops after it: a few values, left to XLA", *lines,
+            "    # the ops after the per-row values (a reduction over rows, a broadcast): left to XLA", *lines,
             f"    return {result}"]
 
 
 def matmul_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str, n_dynamic: int) -> str:
     program, dot = a.program, a.dot
     x, w = dot.inputs[0], a.rhs or dot.inputs[1]
-    epilogue_inputs = [name for name in program.inputs if name not in (x, w)]
     index = program.eqns.index(dot)
+    read = {i for eqn in program.eqns[index + 1:a.tail_from] for i in eqn.inputs if isinstance(i, str)}
+    epilogue_inputs = [name for name in program.inputs if name not in (x, w) and name in read]  # not the tail's
     names = {name: name for name in epilogue_inputs}
     acc = dot.outputs[0]
     names[acc] = acc
-    body = emit(program.eqns[index + 1:], names, indent="        ")
+    body = emit(program.eqns[index + 1:a.tail_from], names, indent="        ", group=a.group,
+                group_reductions=a.group_reductions)
     args = [f"a{i}" for i in range(n_dynamic)]
     arg_of = dict(zip(program.inputs, args, strict=False))
     specs, views = [], []
@@ -148,10 +167,14 @@ def matmul_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str,
         shape, idx = spec_for(a.kinds[name], "bm", "bn", "i", "j")
         specs.append(f"pl.BlockSpec({shape}, lambda i, j, kk: {idx})")
         views.append(view_of(a.kinds[name], arg_of[name], d="n"))
-    out_kind = a.kinds[a.output]
-    out_shape, out_idx = spec_for(out_kind, "bm", "bn", "i", "j")
-    out_cols = "n" if out_kind == "row" else "1"
-    reduce_note = " BLOCK_N covers all of N because the epilogue reduces over it." if a.reductions else ""
+    out_struct, out_spec, combine = _matmul_output(a)
+    reduce_note = " BLOCK_N covers all of N because the epilogue reduces over it." if a.full_rows else ""
+    if a.tile_reduction:
+        reduce_note = (" Each N tile writes its own row partial; the partials of the tiles are combined after the "
+                       "kernel (the same reduction, over the tiles).")
+    elif a.group and not a.reductions:
+        reduce_note = (f" BLOCK_N is a multiple of the {a.group}-feature groups, so each tile holds whole groups "
+                       "and their statistics are taken in the epilogue.")
     refs = [f"{name}_ref" for name in epilogue_inputs]
     in_place = accumulates_in_output(a)
     where = ("the f32 output block itself (no scratch, no copy out)" if in_place
@@ -159,32 +182,49 @@ def matmul_module(a: Analysis, task_id: str, params: dict[str, int], dtype: str,
     lines = [HEADER.format(title=f"Tiled matmul with a fused epilogue for {task_id}.", template="matmul_epilogue",
                            task_id=task_id, why=f"Why: {a.why}. The K steps accumulate in {where}; K is the "
                            f"innermost ('arbitrary') grid axis so each output block stays resident.{reduce_note}",
-                           params=params, constants=_constants(params), block_helper=block_helper_source()), "",
+                           params=params, constants=_constants(params), block_helper=helpers(a)), "",
              *_matmul_kernel_lines(a, refs, epilogue_inputs, body, names[a.output], in_place),
              f"def computation({', '.join(args)}, *static):",
              f"    x, w = {arg_of[x]}, {arg_of[w]}",
              "    m, k = x.shape",
              f"    n = w.shape[{0 if a.rhs_transposed else 1}]",
              f"    bm = _block(m, BLOCK_M, {sublane_align(dtype)})",
-             "    bn = n if FULL_ROWS else _block(n, BLOCK_N, 128)",
+             f"    bn = n if FULL_ROWS else _block(n, BLOCK_N, {n_align(a)})",
              "    bk = _block(k, BLOCK_K, 128)",
              "    out = pl.pallas_call(",
              "        functools.partial(_matmul_epilogue_kernel, m=m, n=n, k=k),",
-             f"        out_shape=jax.ShapeDtypeStruct((m, {out_cols}), jnp.{np.dtype(program.dtypes[a.output]).name}),",
+             f"        out_shape={out_struct},",
              "        grid=(m // bm, n // bn, k // bk),",
              "        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)),",
              ("                  pl.BlockSpec((bn, bk), lambda i, j, kk: (j, kk)),  # W is (N, K)" if a.rhs_transposed
               else "                  pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j)),"),
              *[f"                  {s}," for s in specs],
              "        ],",
-             f"        out_specs=pl.BlockSpec({out_shape}, lambda i, j, kk: {out_idx}),",
+             f"        out_specs={out_spec},",
              "        scratch_shapes=[]," if in_place else "        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],",
              "        compiler_params=pltpu.CompilerParams(",
              "            dimension_semantics=(\"parallel\", \"parallel\", \"arbitrary\"),",
              "            vmem_limit_bytes=VMEM_LIMIT_BYTES),",
              f"    )(x, w{''.join(', ' + v for v in views)})",
-             f"    return out.reshape({output_shape_expr(a, 'x')})", ""]
+             *combine, *finish_lines(a, "x", arg_of), ""]
     return "\n".join(lines)
+
+
+def _matmul_output(a: Analysis) -> tuple[str, str, list[str]]:
+    """The kernel's output (its ShapeDtypeStruct and BlockSpec) and the lines that combine the N tiles' partials
+    of a split row reduction (sums in f32, so the tiles' partial sums are not rounded twice)."""
+    dtype = np.dtype(a.program.dtypes[a.output]).name
+    kind = a.kinds[a.output]
+    if not a.tile_reduction:
+        shape, index = spec_for(kind, "bm", "bn", "i", "j")
+        cols = "n" if kind == "row" else "1"
+        return (f"jax.ShapeDtypeStruct((m, {cols}), jnp.{dtype})",
+                f"pl.BlockSpec({shape}, lambda i, j, kk: {index})", [])
+    op = a.tile_reduction.removeprefix("reduce_")
+    partial_dtype = "float32" if op == "sum" else dtype
+    return (f"jax.ShapeDtypeStruct((n // bn, m, 1), jnp.{partial_dtype})",
+            "pl.BlockSpec((pl.Squeezed(), bm, 1), lambda i, j, kk: (j, i, 0))",
+            [f"    out = jnp.{op}(out, axis=0).astype(jnp.{dtype})  # the row {op} over the N tiles' partials"])
 
 
 def _matmul_kernel_lines(a: Analysis, refs: list[str], epilogue_inputs: list[str], body: list[str], result: str,
