@@ -139,6 +139,33 @@ def test_a_fused_group_norm_kernel_passes_the_cascade_on_v6e(tmp_path, group, ta
         backend.close()
 
 
+@pytest.mark.slow
+def test_a_group_norm_alone_is_row_wise_with_the_same_butterfly_on_v5e(tmp_path):
+    """No matmul: the row-wise template takes the group statistics the same way (whole rows per block)."""
+    folder = tmp_path / "groupnorm"
+    folder.mkdir()
+    (folder / "kernel_task.yaml").write_text("task_id: groupnorm\ndescription: GroupNorm over groups of 64\n"
+                                             "input_gen_code: get_inputs in reference.py\natol: 1e-4\nrtol: 1e-4\n")
+    (folder / "reference.py").write_text(
+        "import jax\nimport jax.numpy as jnp\n\nSIZES = {'full': (4096, 1024), 'small': (64, 512)}\n\n"
+        "def get_inputs(dtype=jnp.float32, size='full', seed=0):\n"
+        "    return (jax.random.normal(jax.random.key(seed), SIZES[size], dtype),), ()\n\n"
+        "def computation(x):\n"
+        "    g = x.reshape(x.shape[0], -1, 64)\n"
+        "    g = (g - g.mean(-1, keepdims=True)) * jax.lax.rsqrt(g.var(-1, keepdims=True) + 1e-5)\n"
+        "    return jnp.maximum(g.reshape(x.shape), 0.0)\n")
+    session, backend = offline_session(tmp_path, folder, "v5e")
+    try:
+        plan = session.plan()
+        assert plan.decisions["template"] == "rowwise"
+        candidate = session.implement(plan)
+        assert "_group_reduce(" in candidate.code.split("def _rowwise_kernel")[1]
+        verdict = session.evaluate(candidate)
+        assert verdict.status is EvalStatus.OK, verdict.reason
+    finally:
+        backend.close()
+
+
 def test_the_epilogue_temporaries_rule_out_the_tile_libtpu_refused():
     """45k's 2048x2048 tile compiled to 82.8 MiB of Mosaic scratch beside its blocks, past v6e's 96 MiB limit;
     its 1024x2048 tile compiles. The fit check now says so before any compile."""
