@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 
 TARGET_MINUTES = 30
+#: Issue #14's estimated-speedup targets on JaxBench (geometric means over correct tasks, per operator class).
+CLASS_TARGETS = {"all": 1.0, "gemm + epilogue": 0.95, "attention": 2.0, "convolution": 0.8}
 
 
 def main() -> None:
@@ -59,9 +61,32 @@ def main() -> None:
     print()
     for line in summary_lines(result):
         print(line)
+    for line in class_lines(result.results):
+        print(line)
     print(f"wall time: {total / 60:.1f} min for {len(result.results)} tasks with {args.jobs} jobs "
           f"(target under {TARGET_MINUTES} min: {'met' if total < TARGET_MINUTES * 60 else 'NOT met'}); "
           f"report: {args.out / 'report.html'}")
+
+
+def class_lines(results) -> list[str]:
+    """The geometric mean of the estimated speedups per operator class (JaxBench's classes, as the speed model's
+    validation groups them), beside its target where the issue sets one."""
+    import math
+
+    from maxkernel_tpu_pallas.profiling.calibration.validation import operator_class
+
+    groups: dict[str, list[float]] = {}
+    for r in results:
+        if r.correct and r.speedup:
+            groups.setdefault(operator_class(r.task_id), []).append(r.speedup)
+            groups.setdefault("all", []).append(r.speedup)
+    lines = []
+    for name, speedups in sorted(groups.items(), key=lambda kv: kv[0] != "all"):
+        geomean = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
+        target = CLASS_TARGETS.get(name)
+        verdict = f" (target >= {target:g}x: {'met' if geomean >= target else 'NOT met'})" if target else ""
+        lines.append(f"  {name}: {geomean:.2f}x over {len(speedups)} tasks{verdict}")
+    return lines
 
 
 if __name__ == "__main__":
