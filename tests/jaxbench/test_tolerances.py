@@ -78,6 +78,7 @@ def outputs(module, seed, variant: str):
 
 
 @pytest.mark.slow
+@pytest.mark.jaxbench_full  # every JaxBench task's data: CI runs these after the suite (make test-jaxbench)
 @pytest.mark.parametrize("task_id", TASKS)
 def test_honest_math_passes_and_zeros_fail(task_id):
     module, meta = load(task_id)

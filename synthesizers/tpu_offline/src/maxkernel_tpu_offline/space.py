@@ -146,7 +146,8 @@ def _describe_batch(a: Analysis, point: dict[str, int]) -> dict[str, Any]:
 
 
 def rank(a: Analysis, dtype: str, chip: dict[str, Any], target: str, vmem_limit: int):
-    """Every point of the space with its estimate, fastest first; points over VMEM (with headroom) last."""
+    """Every point of the space with its estimate, fastest first; points over VMEM (with headroom) last, least
+    VMEM first."""
     from maxkernel_tpu_pallas.api import estimate, fits_vmem
 
     keys = list(space(a, dtype))
@@ -156,7 +157,10 @@ def rank(a: Analysis, dtype: str, chip: dict[str, Any], target: str, vmem_limit:
         point = {**point, **_fixed(a, vmem_limit)}
         kernels = describe(a, point, dtype)
         est = estimate(kernels if isinstance(kernels, list) else [kernels], chip, target)
-        ranked.append((not fits_vmem(est), est.seconds, point, est))
+        fits = fits_vmem(est)
+        # points over VMEM last, the nearest to fitting first (a person asking for larger blocks than fit gets the
+        # one the debugger repairs soonest, not the fastest on paper)
+        ranked.append((not fits, est.seconds if fits else max(k.vmem_bytes for k in est.kernels), point, est))
     ranked.sort(key=lambda r: (r[0], r[1]))
     return [(point, est) for _, _, point, est in ranked]
 
