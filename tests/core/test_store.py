@@ -31,6 +31,33 @@ def test_migrations_are_recorded_and_applied_once(tmp_path):
     assert again._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+def test_a_store_two_processes_open_at_once_is_migrated_once(tmp_path):
+    """A bench's parallel tasks open a fresh store together: the other process may apply a migration between
+    this one's read of _migrations and its write lock (a killed-bench test hit "table decisions already
+    exists" on a loaded machine). The migration is asked for again under the lock."""
+    import sqlite3
+
+    from maxkernel_core.store.migrations import migrate
+
+    path = tmp_path / "runs.db"
+    mine, other = (sqlite3.connect(path, isolation_level=None, timeout=30) for _ in range(2))
+
+    class OvertakenAtTheLock:  # the other process migrates while this one waits for the write lock
+        overtaken = False
+
+        def execute(self, sql, *args):
+            if sql == "BEGIN IMMEDIATE" and not self.overtaken:
+                self.overtaken = True
+                migrate(other)
+            return mine.execute(sql, *args)
+
+    assert migrate(OvertakenAtTheLock()) == []  # everything was the other's to apply
+    names = [r[0] for r in mine.execute("SELECT name FROM _migrations")]
+    assert sorted(names) == sorted(m.__name__ for m in MIGRATIONS)
+    mine.close()
+    other.close()
+
+
 def test_run_candidates_evaluations_nodes_edges_and_calls(store):
     run = store.create_run(RunConfig("matmul", "graph", "offline"))
     cand = Candidate("matmul", "code")

@@ -34,6 +34,11 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
         # SQLite DDL is transactional, so a migration applies whole or not at all.
         conn.execute("BEGIN IMMEDIATE")
         try:
+            # Another process may have applied it between the read above and this write lock (a bench's
+            # parallel tasks open a fresh store at once): ask again under the lock.
+            if conn.execute("SELECT 1 FROM _migrations WHERE name = ?", (fn.__name__,)).fetchone():
+                conn.execute("COMMIT")
+                continue
             fn(conn)
             conn.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", (fn.__name__, time.time()))
         except BaseException:
