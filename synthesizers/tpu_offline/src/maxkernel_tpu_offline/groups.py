@@ -30,13 +30,13 @@ import jax
 import jax.numpy as jnp
 from jax.experimental.pallas import tpu as pltpu
 
-from .ir import Declined, Eqn, Program
+from .ir import Declined, Eqn
 
 #: Vector ops per element per butterfly step: two lane rotations, a select, the combine.
 OPS_PER_STEP = 4
 
 
-def find_group(program: Program, eqns: list[Eqn], rows: int, d: int) -> int | None:
+def find_group(eqns: list[Eqn], rows: int, d: int) -> int | None:
     """The group size S of a reshape of rows into (rows, D // S, S) among ``eqns``, or None; a second, different
     S (two group norms with different groups) or an S that is not a power of 2 is declined."""
     sizes = set()

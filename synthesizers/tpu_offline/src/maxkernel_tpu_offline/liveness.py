@@ -18,14 +18,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .blocks import itemsize
-from .ir import SHAPE_ONLY, Eqn
+from .ir import LAST_AXIS_REDUCTIONS, SHAPE_ONLY, Eqn
 
 if TYPE_CHECKING:
     from .analysis import Analysis
 
 #: Kinds whose value is a whole tile in the kernel (a group statistic is kept broadcast over its group).
 TILE_KINDS = frozenset({"row", "grow", "gred"})
-REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "argmax", "argmin"})
 #: f32 tiles the grouped reduction works in at once: its input's copy, the two rotations and the partner (fitted
 #: to the one measurement above: 45k's scratch less the tiles held across its reductions, 14.7 bytes, rounded up).
 GROUP_REDUCE_TILES = 4
@@ -39,7 +38,7 @@ def temporaries_per_element(a: Analysis) -> int:
     defined = {alias.get(a.dot.outputs[0], a.dot.outputs[0]): -1} if a.dot is not None else {}
     peak = 0
     for i, eqn in enumerate(eqns):
-        if eqn.prim in REDUCTIONS:
+        if eqn.prim in LAST_AXIS_REDUCTIONS:
             held = sum(_bytes(a, name) for name, start in defined.items()
                        if start < i and last_use.get(name, -1) > i)
             working = 4 * GROUP_REDUCE_TILES if eqn.outputs[0] in a.group_reductions else 0

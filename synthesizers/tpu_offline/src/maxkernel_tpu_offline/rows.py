@@ -65,7 +65,7 @@ def classify_rows(program: Program, eqns: list[Eqn], seeds: dict[str, str], rows
     """Give every value a kind, or decline naming the op that mixes rows."""
     kinds = dict(seeds)
     reductions, group_reductions = 0, set()
-    group = find_group(program, eqns, rows, d)
+    group = find_group(eqns, rows, d)
     for eqn in eqns:
         in_kinds = [kinds.get(i, "scalar") if isinstance(i, str) else "scalar" for i in eqn.inputs]
         out_kind = kind_of(eqn.out_shapes[0], rows, d)
