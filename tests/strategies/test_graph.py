@@ -114,6 +114,7 @@ def test_a_finished_graph_run_in_the_web_ui(uninterrupted, page):
     with in_background(str(home)) as url:
         page.goto(url)
         page.click(f"a[href='/runs/{run.id}']")
+        page.wait_for_selector("svg.tree g.node")  # the click starts a navigation; it does not wait for the page
         nodes = page.locator("svg.tree g.node")
         assert nodes.count() == len(graph)
         shot(page, "ui-run-graph")
