@@ -26,7 +26,7 @@ from typing import Any
 from attrs import define, field
 from maxkernel_tpu_pallas.api import MAX_GLUE_WORK_SHARE
 
-from . import staged_runtime
+from . import staged_epilogue, staged_runtime
 from .ir import Declined
 from .blocks import block_helper_source, itemsize, pipelined_operand, sublane_align
 
@@ -49,8 +49,8 @@ class Matmul:
     source: str = "dot_general"
     #: What the kernel writes: the equation's output dtype (f32 under preferred_element_type), not the inputs'.
     out_dtype: str | None = None
-    #: A convolution the runtime runs on its direct kernel: (N, H, W, C) of the padded image, (KH, KW, O)
-    direct: tuple[int, ...] | None = None
+    #: A convolution the runtime runs on its direct kernel: (N, padded spatial dims, C, window, O)
+    direct: tuple[int, tuple[int, ...], int, tuple[int, ...], int] | None = None
 
 
 @define
@@ -101,20 +101,21 @@ def _dot_matmul(eqn, repeat: int) -> Matmul:
                   out_dtype=str(eqn.outvars[0].aval.dtype))
 
 
-def _direct_shape(eqn) -> tuple[int, ...] | None:
-    """(N, H, W, C, KH, KW, O) when the runtime runs this convolution on its direct kernel, else None."""
+def _direct_shape(eqn) -> tuple[int, tuple[int, ...], int, tuple[int, ...], int] | None:
+    """(N, padded spatial dims, C, window, O) when the runtime runs this convolution on its direct kernel."""
     lhs, rhs = (v.aval for v in eqn.invars)
     lhs_spec, rhs_spec, _ = eqn.params["dimension_numbers"]
     p = eqn.params
-    if (len(lhs_spec) != 4 or set(p["window_strides"]) != {1} or set(p["rhs_dilation"]) != {1}
+    if (len(lhs_spec) not in (4, 5) or set(p["window_strides"]) != {1} or set(p["rhs_dilation"]) != {1}
             or set(p["lhs_dilation"]) != {1} or p["feature_group_count"] != 1):
         return None
-    h, w = (lhs.shape[d] + lo + hi for d, (lo, hi) in zip(lhs_spec[2:], p["padding"], strict=True))
+    spatial = tuple(lhs.shape[d] + lo + hi for d, (lo, hi) in zip(lhs_spec[2:], p["padding"], strict=True))
+    window = tuple(rhs.shape[d] for d in rhs_spec[2:])
     c = lhs.shape[lhs_spec[1]]
     item = max(itemsize(str(lhs.dtype)), itemsize(str(rhs.dtype)))
-    if not staged_runtime._direct_conv_takes(h, w, c, item):
+    if not staged_runtime._direct_conv_takes(spatial, c, window, item):
         return None
-    return (lhs.shape[lhs_spec[0]], h, w, c, rhs.shape[rhs_spec[2]], rhs.shape[rhs_spec[3]], rhs.shape[rhs_spec[0]])
+    return lhs.shape[lhs_spec[0]], spatial, c, window, rhs.shape[rhs_spec[0]]
 
 
 def _conv_matmul(eqn, repeat: int) -> Matmul:
@@ -126,9 +127,10 @@ def _conv_matmul(eqn, repeat: int) -> Matmul:
     res = eqn.outvars[0].aval
     direct = _direct_shape(eqn)
     if direct is not None:
-        n, h, w, c, kh, kw, o = direct
-        return Matmul(n, (h - kh + 1) * w, o, c, str(lhs.dtype), repeat, "conv_general_dilated", str(res.dtype),
-                      direct=direct)
+        n, spatial, c, window, o = direct
+        positions = math.prod(s - k + 1 for s, k in zip(spatial, window, strict=True))
+        return Matmul(n, positions, o, math.prod(window) * c, str(lhs.dtype), repeat, "conv_general_dilated",
+                      str(res.dtype), direct=direct)
     _, rhs_spec, out_spec = eqn.params["dimension_numbers"]
     groups = eqn.params["feature_group_count"]
     taps = math.prod(rhs.shape[d] for d in rhs_spec[2:])
@@ -213,27 +215,39 @@ def _operand(mm: Matmul, role: str, array: list[int], block: list[int], changes:
 
 
 def _describe_direct(mm: Matmul, point: dict[str, int]) -> dict[str, Any]:
-    """The direct convolution kernel as the runtime emits it: grid (image, row block), the image whole per step."""
-    n, h, w, c, kh, kw, o = mm.direct
-    oh, ow, wp = h - kh + 1, w - kw + 1, staged_runtime._sublane_width(w)
-    bh = staged_runtime._direct_rows(oh, w, o)
-    steps = n * (oh // bh)
-
+    """The direct convolution kernel as the runtime emits it: grid (image, [output plane,] row block); a 2-D
+    image whole per step, a 3-D input as one plane per depth tap; the taps' patch through the MXU."""
+    n, spatial, c, window, o = mm.direct
+    g = staged_runtime._direct_geometry(spatial, c, window, o, itemsize(mm.dtype))
+    planes, h, width, bh, row, k = g["planes"], spatial[-2], g["width"], g["rows"], g["row"], g["k"]
+    oh, ow = g["oh"], g["ow"]
     op = functools.partial(_operand, mm)
-    return {"name": "direct convolution", "grid": [n, oh // bh], "steps": steps,
-            "dimension_semantics": ["parallel", "arbitrary"], "vmem_limit_bytes": point.get("VMEM_LIMIT_BYTES"),
-            "operands": [op("input", [n, h, wp, c], [1, h, wp, c], n - 1, [True, False]),
-                         op("input", [kh, kw, c, o], [kh, kw, c, o], 0, [False, False]),
-                         op("output", [n, oh, ow, o], [1, bh, ow, o], steps - 1, [True, True],
-                            mm.out_dtype or mm.dtype)],
-            "scratch": [{"shape": [bh * wp, o], "dtype": "float32", "itemsize": 4}],  # the accumulator value
-            "body": {"dots": [{"m": bh * wp, "n": o, "k": c, "batch": 1, "dtype": mm.dtype, "count": kh * kw}],
-                     "elementwise": 2 * bh * wp * o * kh * kw, "transcendental": 0},
+    if planes == 1:
+        grid = [n, oh // bh]
+        images = [op("input", [n, h, width, c], [1, h, width, c], n - 1, [True, False])]
+        out = op("output", [n, oh, ow, o], [1, bh, ow, o], n * (oh // bh) - 1, [True, True], mm.out_dtype or mm.dtype)
+    else:
+        od = spatial[0] - planes + 1
+        grid = [n, od, oh // bh]
+        images = [op("input", [n, spatial[0], h, width, c], [1, 1, h, width, c], n * od - 1, [True, True, False])
+                  for _ in range(planes)]
+        out = op("output", [n, od, oh, ow, o], [1, 1, bh, ow, o], n * od * (oh // bh) - 1, [True, True, True],
+                 mm.out_dtype or mm.dtype)
+    return {"name": "direct convolution", "grid": grid, "steps": math.prod(grid),
+            "dimension_semantics": ["parallel"] * (len(grid) - 1) + ["arbitrary"],
+            "vmem_limit_bytes": point.get("VMEM_LIMIT_BYTES"),
+            "operands": [*images, op("input", [g["dots"], k, o], [g["dots"], k, o], 0, [False] * len(grid)), out],
+            "scratch": [{"shape": [bh * row, o], "dtype": "float32", "itemsize": 4},  # the product
+                        {"shape": [bh * row, k], "dtype": mm.dtype, "itemsize": itemsize(mm.dtype)}],  # the patch
+            "body": {"dots": [{"m": bh * row, "n": o, "k": k, "batch": 1, "dtype": mm.dtype, "count": g["dots"]}],
+                     "elementwise": bh * row * o * g["dots"], "transcendental": 0},
             "repeat": mm.repeat}
 
 
 def _runtime_source() -> str:
-    return inspect.getsource(staged_runtime).split(MARKER, 1)[1].strip()
+    """The runtime's modules below their markers, as one block of source."""
+    return "\n\n\n".join(inspect.getsource(module).split(MARKER, 1)[1].strip()
+                          for module in (staged_runtime, staged_epilogue))
 
 
 def _check_names(reference_source: str) -> None:
