@@ -14,7 +14,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 from maxkernel_core import EvalStatus, Plan
 
-from maxkernel_tpu_offline import staged_runtime
+from maxkernel_tpu_offline import staged_conv, staged_matmul, staged_runtime
 from maxkernel_tpu_offline.ir import Declined
 from maxkernel_tpu_offline.synthesis import OfflineDeclined
 from maxkernel_tpu_offline.staged import analyse_staged
@@ -26,7 +26,12 @@ TASKS = Path(__file__).parent / "tasks"
 
 @pytest.fixture
 def interpret(monkeypatch):
-    """Run the runtime's kernel in Pallas' interpreter on CPU (the judge does the same for candidates)."""
+    """Run the runtime's kernels in Pallas' interpreter on CPU (the judge does the same for candidates)."""
+    _interpret(monkeypatch)
+
+
+def _interpret(patch):
+    """Interpret mode and small blocks (several grid steps on every axis) for the staged kernels' modules."""
 
     class _Pallas:
         def __getattr__(self, name):
@@ -35,9 +40,10 @@ def interpret(monkeypatch):
         def pallas_call(self, *args, **kwargs):
             return pl.pallas_call(*args, interpret=True, **kwargs)
 
-    monkeypatch.setattr(staged_runtime, "pl", _Pallas())
-    monkeypatch.setattr(staged_runtime, "BLOCK_M", 16)  # small blocks: several grid steps on every axis
-    monkeypatch.setattr(staged_runtime, "BLOCK_K", 128)
+    for module in (staged_matmul, staged_conv):
+        patch.setattr(module, "pl", _Pallas())
+    patch.setattr(staged_matmul, "BLOCK_M", 16)
+    patch.setattr(staged_matmul, "BLOCK_K", 128)
 
 
 def _close(got, want):
@@ -97,14 +103,14 @@ def test_direct_convolutions_are_exact_and_never_build_patches(interpret, monkey
     def no_patches(*args, **kwargs):
         raise AssertionError("im2col was used for a convolution the direct kernel takes")
 
-    monkeypatch.setattr(staged_runtime, "_im2col_conv", no_patches)
-    monkeypatch.setattr(staged_runtime, "DIRECT_ACC_BYTES", 4 * 16 * 128 * 4)  # several row blocks per image
+    monkeypatch.setattr(staged_conv, "_im2col_conv", no_patches)
+    monkeypatch.setattr(staged_conv, "DIRECT_ACC_BYTES", 4 * 16 * 128 * 4)  # several row blocks per image
     _check_conv(lhs, rhs, kwargs, seed=1)
 
 
 def test_few_channels_or_a_huge_image_go_through_im2col():
     def fits(shape, window=(3, 3), dtype=jnp.bfloat16):
-        return staged_runtime._direct_conv_takes(shape[1:-1], shape[-1], window, jnp.dtype(dtype).itemsize)
+        return staged_conv._direct_conv_takes(shape[1:-1], shape[-1], window, jnp.dtype(dtype).itemsize)
 
     assert fits((128, 130, 130, 64)) and not fits((128, 258, 258, 8))  # JaxBench 18k and 39k
     assert not fits((1, 1024, 1024, 128))  # 256 MiB of image: over the VMEM budget
@@ -115,11 +121,11 @@ def test_few_channels_or_a_huge_image_go_through_im2col():
 def test_the_direct_kernel_reads_the_input_without_padding_it_where_it_can():
     """Whole rows and shifted products when W is a whole number of sublane tiles (18k: 128), each tap's own
     window when the windows end at W (33k: 66 = 64 + 2); either way no zero columns are added in HBM."""
-    g = staged_runtime._direct_geometry((130, 128), 64, (3, 3), 128, 2)
+    g = staged_conv._direct_geometry((130, 128), 64, (3, 3), 128, 2)
     assert g["shifted"] and g["width"] == 128 and g["k"] == 192 and g["dots"] == 3
-    g = staged_runtime._direct_geometry((34, 66, 66), 32, (3, 3, 3), 64, 2)
+    g = staged_conv._direct_geometry((34, 66, 66), 32, (3, 3, 3), 64, 2)
     assert not g["shifted"] and g["width"] == 66 and g["k"] == 864 and g["dots"] == 1
-    assert staged_runtime._direct_geometry((7, 18), 16, (3, 3), 8, 4)["shifted"] is False  # the test case above
+    assert staged_conv._direct_geometry((7, 18), 16, (3, 3), 8, 4)["shifted"] is False  # the test case above
 
 
 @pytest.mark.parametrize("spec, lhs, rhs", [
@@ -156,7 +162,7 @@ def test_matmuls_inside_scans_and_loops_reach_the_kernel(interpret):
        align=st.sampled_from([8, 16, 32, 128]))
 def test_staged_blocks_are_always_legal(n, target, align):
     """A block divides the (possibly zero-padded) extent, and is aligned and within the target, or whole."""
-    block, padded = staged_runtime._tile(n, target, align)
+    block, padded = staged_matmul._tile(n, target, align)
     assert padded >= n and padded % block == 0 and padded - n < block
     assert block == padded == n or (block % align == 0 and block <= max(target, align))
 
@@ -180,7 +186,8 @@ def test_the_planners_kernel_descriptions_are_what_the_judge_extracts(monkeypatc
             jax.ShapeDtypeStruct((3, 3, 3, 32, 64), jnp.bfloat16))
     point = {"BLOCK_M": 256, "BLOCK_N": 1024, "BLOCK_K": 256, "VMEM_LIMIT_BYTES": 32 << 20}
     for name, value in point.items():
-        monkeypatch.setattr(staged_runtime, name, value)
+        for module in (staged_matmul, staged_conv):
+            monkeypatch.setattr(module, name, value, raising=name in vars(module))
     planned = describe(analyse_staged(jax.make_jaxpr(program)(*args)), point)
     emitted = describe_kernels(jax.make_jaxpr(staged_runtime._with_kernels(program, 6))(*args))
     assert len(planned) == len(emitted) == 3
@@ -249,7 +256,7 @@ def test_debugger_shrinks_staged_blocks_after_a_real_vmem_overflow(tmp_path):
 
 
 def test_large_im2col_patches_are_built_one_block_of_the_batch_at_a_time(interpret, monkeypatch):
-    monkeypatch.setattr(staged_runtime, "PATCH_BYTES", 40_000)  # the 4 images' patches take 4 x 28.8 kB
+    monkeypatch.setattr(staged_conv, "PATCH_BYTES", 40_000)  # the 4 images' patches take 4 x 28.8 kB
     x, w = jax.random.normal(jax.random.key(4), (4, 10, 10, 8)), jax.random.normal(jax.random.key(5), (3, 3, 8, 16))
 
     def conv(x, w):

@@ -6,7 +6,7 @@ picks a template (row-wise, matmul with fused epilogue, flash attention, a
 batch fallback, and last the staged template that puts only the matmuls and
 convolutions on kernels: ``staged.py``) or declines with the reason, chooses
 block sizes with the TPU cost model (``space.py``), writes a readable,
-shape-generic module (``templates.py``, ``flash.py``, ``staged_runtime.py``),
+shape-generic module (``templates.py``, ``flash.py``, the ``staged_*.py`` runtime),
 and repairs compiler errors by moving
 parameters (VMEM overflow: smaller blocks). It never emits canned code for a
 task name.

@@ -26,7 +26,7 @@ from typing import Any
 from attrs import define, field
 from maxkernel_tpu_pallas.api import MAX_GLUE_WORK_SHARE
 
-from . import staged_epilogue, staged_runtime
+from . import staged_conv, staged_epilogue, staged_matmul, staged_runtime
 from .ir import Declined
 from .blocks import block_helper_source, itemsize, pipelined_operand, sublane_align
 
@@ -113,7 +113,7 @@ def _direct_shape(eqn) -> tuple[int, tuple[int, ...], int, tuple[int, ...], int]
     window = tuple(rhs.shape[d] for d in rhs_spec[2:])
     c = lhs.shape[lhs_spec[1]]
     item = max(itemsize(str(lhs.dtype)), itemsize(str(rhs.dtype)))
-    if not staged_runtime._direct_conv_takes(spatial, c, window, item):
+    if not staged_conv._direct_conv_takes(spatial, c, window, item):
         return None
     return lhs.shape[lhs_spec[0]], spatial, c, window, rhs.shape[rhs_spec[0]]
 
@@ -143,7 +143,7 @@ def _conv_matmul(eqn, repeat: int) -> Matmul:
     batch = res.shape[out_spec[0]]
     patches = positions // classes * k * itemsize(str(lhs.dtype))
     chunks = next((d for d in range(1, batch + 1) if batch % d == 0
-                   and patches // d <= staged_runtime.PATCH_BYTES), batch)  # as the runtime splits the batch
+                   and patches // d <= staged_conv.PATCH_BYTES), batch)  # as the runtime splits the batch
     return Matmul(groups * classes, positions // classes // chunks, rhs.shape[rhs_spec[0]] // groups,
                   k, str(lhs.dtype), repeat * chunks, "conv_general_dilated", str(res.dtype))
 
@@ -184,9 +184,9 @@ def describe(spec: StagedSpec, point: dict[str, int]) -> list[dict[str, Any]]:
         if mm.direct is not None:
             kernels.append(_describe_direct(mm, point))
             continue
-        bm, mp = staged_runtime._tile(mm.m, point["BLOCK_M"], sublane_align(mm.dtype))
-        bn, np_ = staged_runtime._tile(mm.n, point["BLOCK_N"], 128)
-        bk, kp = staged_runtime._tile(mm.k, point["BLOCK_K"], 128)
+        bm, mp = staged_matmul._tile(mm.m, point["BLOCK_M"], sublane_align(mm.dtype))
+        bn, np_ = staged_matmul._tile(mm.n, point["BLOCK_N"], 128)
+        bk, kp = staged_matmul._tile(mm.k, point["BLOCK_K"], 128)
         gb, gi, gj, gk = mm.b, mp // bm, np_ // bn, kp // bk
         steps = gb * gi * gj * gk
 
@@ -218,7 +218,7 @@ def _describe_direct(mm: Matmul, point: dict[str, int]) -> dict[str, Any]:
     """The direct convolution kernel as the runtime emits it: grid (image, [output plane,] row block); a 2-D
     image whole per step, a 3-D input as one plane per depth tap; the taps' patch through the MXU."""
     n, spatial, c, window, o = mm.direct
-    g = staged_runtime._direct_geometry(spatial, c, window, o, itemsize(mm.dtype))
+    g = staged_conv._direct_geometry(spatial, c, window, o, itemsize(mm.dtype))
     planes, h, width, bh, row, k = g["planes"], spatial[-2], g["width"], g["rows"], g["row"], g["k"]
     oh, ow = g["oh"], g["ow"]
     op = functools.partial(_operand, mm)
@@ -247,7 +247,7 @@ def _describe_direct(mm: Matmul, point: dict[str, int]) -> dict[str, Any]:
 def _runtime_source() -> str:
     """The runtime's modules below their markers, as one block of source."""
     return "\n\n\n".join(inspect.getsource(module).split(MARKER, 1)[1].strip()
-                          for module in (staged_runtime, staged_epilogue))
+                          for module in (staged_matmul, staged_conv, staged_epilogue, staged_runtime))
 
 
 def _check_names(reference_source: str) -> None:
