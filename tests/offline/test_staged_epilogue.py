@@ -93,10 +93,17 @@ def test_two_kernels_never_claim_one_equation():
     assert [form for form, _, _ in sides.values()] == ["full"]  # the other matmul's output, tiled as this one's
 
 
-def test_a_bias_varying_off_the_lanes_is_not_fused_into_a_convolution():
+def test_an_operand_the_kernel_would_need_written_to_hbm_ends_the_tail():
     # (1, H, W, 1) varies along the image, not the channels: a convolution's tail takes lane vectors only
     _, plans = _plan(lambda i, f, m: _nhwc(i, f) * m, IMG, FILTER, jnp.ones((1, 10, 10, 1)))
     assert plans == {}
+    # a broadcast along a matmul's rows, or a value XLA computes from an input, would be materialised for the
+    # kernel; XLA's fusion of the tail reads only their sources
+    rows = jnp.ones((40, 1))
+    for program in (lambda x, w, o: (x @ w) * jnp.broadcast_to(rows, (40, 200)), lambda x, w, o: (x @ w) * jnp.cos(o),
+                    lambda x, w, o: (x @ w) + rows):
+        _, plans = _plan(program, X, W, W2[:40])
+        assert plans == {}, plans
 
 
 UNARY = {"tanh": jnp.tanh, "sigmoid": jax.nn.sigmoid, "relu": jax.nn.relu, "abs": jnp.abs, "neg": jnp.negative,
@@ -104,7 +111,7 @@ UNARY = {"tanh": jnp.tanh, "sigmoid": jax.nn.sigmoid, "relu": jax.nn.relu, "abs"
          "finite-or-zero": lambda y: jnp.where(jnp.isfinite(y), y, 0.0), "bf16-round-trip":
              lambda y: y.astype(jnp.bfloat16).astype(jnp.float32)}
 BINARY = {"add": jnp.add, "sub": jnp.subtract, "mul": jnp.multiply, "max": jnp.maximum, "min": jnp.minimum}
-OPERAND = ["lane", "full", "literal", "row-broadcast"]
+OPERAND = ["lane", "full", "literal", "row-broadcast", "computed"]
 
 
 @settings(max_examples=12, deadline=None)
@@ -112,9 +119,9 @@ OPERAND = ["lane", "full", "literal", "row-broadcast"]
                                 st.tuples(st.sampled_from(sorted(BINARY)), st.sampled_from(OPERAND))),
                       min_size=1, max_size=6))
 def test_any_elementwise_tail_is_exact_on_the_kernel(steps):
-    """Random tails of the ops and operand kinds the runtime fuses (a bias over N, an array of the output's
-    shape, a literal, a broadcast along the rows, which reaches the kernel as a full array), on a GEMM
-    whose N is not a multiple of 128 (padded tiles)."""
+    """Random tails of the ops and operand kinds the runtime fuses (a bias over N, an input of the output's
+    shape, a literal) and of two that end the tail (a broadcast along the rows, a value XLA computes), on a
+    GEMM whose N is not a multiple of 128 (padded tiles)."""
     rows = jnp.linspace(-1, 1, X.shape[0])
 
     def program(x, w, b, other):
@@ -123,7 +130,8 @@ def test_any_elementwise_tail_is_exact_on_the_kernel(steps):
             if kind == "unary":
                 y = UNARY[what](y)
             else:
-                operand = {"lane": b, "full": other, "literal": 1.5, "row-broadcast": rows[:, None]}[what]
+                operand = {"lane": b, "full": other, "literal": 1.5, "row-broadcast": rows[:, None],
+                           "computed": jnp.cos(other)}[what]
                 y = BINARY[kind](y, operand)
         return y
 

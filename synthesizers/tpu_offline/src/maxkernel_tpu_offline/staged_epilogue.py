@@ -12,8 +12,9 @@ as
 - *lane vectors*: a broadcast of an operand that varies along the output's
   lane dims only (a bias over a matmul's N, or over a convolution's channels),
   one ``(1, bn)`` block per tile;
-- *full blocks* (matmuls only): an array of the output's shape, tiled as the
-  output is (9p's ``silu(x @ gate) * (x @ up)``);
+- *full blocks* (matmuls only): an array of the output's shape that is in HBM
+  anyway (an input, another kernel's output), tiled as the output is (9p's
+  ``silu(x @ gate) * (x @ up)``);
 
 and scalars and literals as lane vectors or in place. Anything else ends the tail, and the
 rest of the program runs in XLA as before.
@@ -155,19 +156,23 @@ def _lane_dims(eqn):
 
 def _side_form(jaxpr, eqn, v, producer):
     """How a side operand reaches the kernel: ("lane", source, broadcast dims) for (a broadcast of) something
-    that varies along the lane dims only, ("full", None, ()) for a matmul's operand of the output's shape
-    (or of one that broadcasts to it: binary ops broadcast size-1 dims), else None."""
+    that varies along the lane dims only; ("full", None, ()) for a matmul's operand of the output's shape that
+    is in HBM anyway (an input of the jaxpr or another kernel's output); else None, which ends the tail: a
+    broadcast along the rows or a value XLA computes would have to be written to HBM for the kernel, where
+    XLA's own fusion reads only its sources (16p ran out of HBM when they were)."""
     lanes, shape = _lane_dims(eqn), eqn.outvars[0].aval.shape
     source = jaxpr.eqns[producer[v]] if v in producer else None
     if source is not None and source.primitive.name == "broadcast_in_dim":
         operand, dims = source.invars[0], tuple(source.params["broadcast_dimensions"])
-    elif v.aval.shape == () or len(v.aval.shape) == len(shape):
-        operand, dims = v, tuple(range(len(v.aval.shape)))
+    elif v.aval.shape == () or (len(v.aval.shape) == len(shape) and v.aval.shape != shape):
+        operand, dims = v, tuple(range(len(v.aval.shape)))  # binary ops broadcast size-1 dims themselves
+    elif eqn.primitive.name == "dot_general" and (source is None or source.primitive.name in _KERNEL_PRIMS):
+        return ("full", None, ())
     else:
         return None
     if all(size == 1 or d in lanes for size, d in zip(operand.aval.shape, dims, strict=True)):
         return ("lane", operand, dims)
-    return ("full", None, ()) if eqn.primitive.name == "dot_general" else None
+    return None
 
 
 def _lane_vector(value, dims, eqn):

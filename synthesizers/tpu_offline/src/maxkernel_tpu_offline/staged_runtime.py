@@ -19,11 +19,6 @@ from .staged_epilogue import _epilogue_plan, _flattened, _lane_vector, _tail_fun
 from .staged_matmul import _dot_general_on_kernel
 
 # --- the staged runtime (pasted into candidates from here on) ---
-_CALLS = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
-         "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr", "custom_vjp_call_jaxpr": "fun_jaxpr",
-         "remat": "jaxpr", "checkpoint": "jaxpr"}
-
-
 def _run_with_kernels(jaxpr, consts, args):
     """Evaluate a jaxpr, sending its matmuls and convolutions to the Pallas kernel, each with the elementwise
     tail after it fused in (staged_epilogue.py): the kernel runs where its tail ends."""
@@ -65,7 +60,8 @@ def _kernel_with_tail(jaxpr, plan, read):
 
 
 def _bind_on_kernels(eqn, ins, out_dtype, tail=None):
-    """One equation's outputs, its matmuls and convolutions on the kernels (and loops' bodies through them)."""
+    """One equation's outputs, its matmuls and convolutions on the kernels (and loops' bodies through them).
+    Calls never reach here: ``_run_with_kernels`` inlines them first."""
     p, name = eqn.params, eqn.primitive.name
     if name == "dot_general":
         return [_dot_general_on_kernel(*ins, dimension_numbers=p["dimension_numbers"], out_dtype=out_dtype,
@@ -75,10 +71,6 @@ def _bind_on_kernels(eqn, ins, out_dtype, tail=None):
                                 lhs_dilation=p["lhs_dilation"], rhs_dilation=p["rhs_dilation"],
                                 dimension_numbers=p["dimension_numbers"],
                                 feature_group_count=p["feature_group_count"], out_dtype=out_dtype, tail=tail)]
-    if name in _CALLS and _CALLS[name] in p:
-        sub = p[_CALLS[name]]
-        inner, inner_consts = (sub.jaxpr, sub.consts) if hasattr(sub, "jaxpr") else (sub, ())
-        return _run_with_kernels(inner, inner_consts, ins)
     if name == "scan":
         return _scan_on_kernels(p, ins)
     if name == "while":
