@@ -84,6 +84,18 @@ def test_a_value_needed_outside_the_tail_ends_it(interpret):  # noqa: F811
             _close(got, want)
 
 
+def test_a_widening_convert_at_the_end_is_left_to_the_reduction_after_it():
+    """23k: jnp.sum of a bf16 matmul plus bias upcasts to f32 first; fused, the kernel wrote f32 (twice the
+    bytes) for XLA to read back. The bias stays in the kernel, the convert goes with the sum."""
+    def program(x, w, b):
+        return jnp.sum(jnp.dot(x.astype(jnp.bfloat16), w.astype(jnp.bfloat16)) + b.astype(jnp.bfloat16), axis=1)
+
+    jaxpr, plans = _plan(program, X, W, BIAS)
+    ((end, (i, tail, _)),) = plans.items()
+    assert [jaxpr.eqns[j].primitive.name for j in tail] == ["add"]
+    assert jaxpr.eqns[end].outvars[0].aval.dtype == jaxpr.eqns[i].outvars[0].aval.dtype == jnp.bfloat16
+
+
 def test_two_kernels_never_claim_one_equation():
     jaxpr, plans = _plan(lambda x, g, u: jax.nn.silu(x @ g) * (x @ u), X, W, W2)
     claimed = [j for i, tail, _ in plans.values() for j in (i, *tail)]

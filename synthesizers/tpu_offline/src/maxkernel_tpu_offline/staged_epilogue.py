@@ -132,12 +132,17 @@ def _grow_tail(jaxpr, i, producer, claimed):
 
 
 def _single_exit(jaxpr, i, tail, uses, outputs):
-    """The longest prefix of the tail whose values are needed outside it only through its last result."""
+    """The longest prefix of the tail whose values are needed outside it only through its last result, and
+    whose result is no wider than the kernel's own output: a widening convert at the end (jnp.sum's upcast of
+    a bf16 matmul before its reduction) would double the bytes the kernel writes, where XLA's fusion of the
+    reduction reads the narrow value and widens it for free (23k wrote f32)."""
+    width = jaxpr.eqns[i].outvars[0].aval.dtype.itemsize
     while tail:
         made = {jaxpr.eqns[i].outvars[0], *(jaxpr.eqns[j].outvars[0] for j in tail)}
         members = set(tail)
         escapes = {v for v in made if v in outputs or uses.get(v, set()) - members}
-        if escapes <= {jaxpr.eqns[tail[-1]].outvars[0]}:
+        last = jaxpr.eqns[tail[-1]].outvars[0]
+        if escapes <= {last} and last.aval.dtype.itemsize <= width:
             return tail
         tail = tail[:-1]
     return tail
