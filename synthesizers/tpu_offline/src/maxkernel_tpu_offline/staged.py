@@ -134,17 +134,19 @@ def _conv_matmul(eqn, repeat: int) -> Matmul:
     _, rhs_spec, out_spec = eqn.params["dimension_numbers"]
     groups = eqn.params["feature_group_count"]
     taps = math.prod(rhs.shape[d] for d in rhs_spec[2:])
-    positions = res.shape[out_spec[0]] * math.prod(res.shape[d] for d in out_spec[2:])
-    classes = 1  # a transposed convolution runs as one convolution per output residue class
+    batch, out_sp = res.shape[out_spec[0]], [res.shape[d] for d in out_spec[2:]]
+    dilation = (1,) * len(out_sp)  # a transposed convolution runs as one convolution per output residue class
     if (max(eqn.params["lhs_dilation"]) > 1 and set(eqn.params["window_strides"]) == {1}
             and set(eqn.params["rhs_dilation"]) == {1}):
-        classes = math.prod(eqn.params["lhs_dilation"])
+        dilation = eqn.params["lhs_dilation"]
+    classes, class_sp = math.prod(dilation), [-(-o // s) for o, s in zip(out_sp, dilation, strict=True)]
     k = max(taps // classes, 1) * rhs.shape[rhs_spec[1]]
-    batch = res.shape[out_spec[0]]
-    patches = positions // classes * k * itemsize(str(lhs.dtype))
+    patches = batch * math.prod(out_sp) // classes * k * itemsize(str(lhs.dtype))
     chunks = next((d for d in range(1, batch + 1) if batch % d == 0
                    and patches // d <= staged_conv.PATCH_BYTES), batch)  # as the runtime splits the batch
-    return Matmul(groups * classes, positions // classes // chunks, rhs.shape[rhs_spec[0]] // groups,
+    # the runtime computes the last dim's outputs up to a whole sublane tile
+    positions = batch * math.prod(class_sp[:-1]) * staged_conv._sublane_width(class_sp[-1])
+    return Matmul(groups * classes, positions // chunks, rhs.shape[rhs_spec[0]] // groups,
                   k, str(lhs.dtype), repeat * chunks, "conv_general_dilated", str(res.dtype))
 
 
@@ -184,7 +186,8 @@ def describe(spec: StagedSpec, point: dict[str, int]) -> list[dict[str, Any]]:
         if mm.direct is not None:
             kernels.append(_describe_direct(mm, point))
             continue
-        bm, mp = staged_matmul._tile(mm.m, point["BLOCK_M"], sublane_align(mm.dtype))
+        bm, mp = staged_matmul._tile(mm.m, staged_matmul._rows_target(
+            mm.k, mm.n, itemsize(mm.dtype), point["BLOCK_M"], point["BLOCK_K"], point["BLOCK_N"]), sublane_align(mm.dtype))
         bn, np_ = staged_matmul._tile(mm.n, point["BLOCK_N"], 128)
         bk, kp = staged_matmul._tile(mm.k, point["BLOCK_K"], 128)
         gb, gi, gj, gk = mm.b, mp // bm, np_ // bn, kp // bk

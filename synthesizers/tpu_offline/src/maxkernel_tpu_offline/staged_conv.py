@@ -23,7 +23,7 @@ from .staged_matmul import VMEM_LIMIT_BYTES, _finish, _pallas_matmul  # a candid
 
 # --- the staged runtime (pasted into candidates from here on) ---
 #: im2col patches above this size are built for one block of the batch at a time (they would not fit HBM).
-PATCH_BYTES = 1 << 30
+PATCH_BYTES = 4 << 30
 
 
 def _conv_on_kernel(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
@@ -176,6 +176,12 @@ def _im2col_conv(x, w, strides, rhs_dilation, groups, out_dtype, tail=None):
         parts = lax.map(lambda xc: _im2col_conv(xc, w, strides, rhs_dilation, groups, out_dtype, tail),
                         x.reshape(chunks, n // chunks, *x.shape[1:]))
         return parts.reshape(n, *parts.shape[2:])
+    # Patches and outputs are computed for a width rounded up to the sublane tile (zero columns past W), so
+    # that (N, ..., W, ·) <-> (positions, ·) are views, not relayouts of every patch and every output.
+    width = out_sp[-1]
+    out_sp = [*out_sp[:-1], _sublane_width(width)]
+    extra = (out_sp[-1] - width) * strides[-1]
+    x = jnp.pad(x, [(0, 0)] * (x.ndim - 2) + [(0, extra), (0, 0)]) if extra else x
     taps = []
     for tap in itertools.product(*[range(k) for k in window]):
         start = [0, *[t * r for t, r in zip(tap, rhs_dilation, strict=False)], 0]
@@ -185,14 +191,18 @@ def _im2col_conv(x, w, strides, rhs_dilation, groups, out_dtype, tail=None):
     positions, t = n * math.prod(out_sp), len(taps)
     # Concatenated along channels, not stacked on a new axis: a (..., taps, C) array with a small C would be
     # padded to 128 lanes in HBM (4x the bytes for C = 32).
-    patches = jnp.concatenate(taps, axis=-1).reshape(positions, t, groups, c // groups)
-    patches = jnp.transpose(patches, (2, 0, 1, 3)).reshape(groups, positions, t * (c // groups))
-    weights = w.reshape(t, c // groups, groups, o // groups)
-    weights = jnp.transpose(weights, (2, 0, 1, 3)).reshape(groups, t * (c // groups), o // groups)
+    patches = jnp.concatenate(taps, axis=-1)
+    if groups == 1:  # no (..., taps, C) view at all: with a small C, XLA lays it out padded to 128 lanes
+        patches, weights = patches.reshape(1, positions, t * c), w.reshape(1, t * c, o)
+    else:
+        patches = jnp.transpose(patches.reshape(positions, t, groups, c // groups), (2, 0, 1, 3))
+        patches = patches.reshape(groups, positions, t * (c // groups))
+        weights = jnp.transpose(w.reshape(t, c // groups, groups, o // groups), (2, 0, 1, 3))
+        weights = weights.reshape(groups, t * (c // groups), o // groups)
     if tail:  # one group (the caller's rule): the (1, O) lane vectors are the kernel's (1, 1, N)
         tail = (tail[0], tail[1], [side.reshape(1, 1, -1) for side in tail[2]], tail[3])
     out = _pallas_matmul(patches, weights, out_dtype, tail)  # G, positions, O/G
-    return jnp.transpose(out, (1, 0, 2)).reshape(n, *out_sp, o)
+    return jnp.transpose(out, (1, 0, 2)).reshape(n, *out_sp, o)[..., :width, :]
 
 
 def _transposed_conv(x, w, padding, dilation, groups, out_dtype):

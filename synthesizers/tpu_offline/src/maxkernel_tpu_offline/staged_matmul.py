@@ -23,6 +23,20 @@ BLOCK_M, BLOCK_N, BLOCK_K, VMEM_LIMIT_BYTES = 512, 512, 512, 64 << 20
 
 
 # --- the staged runtime (pasted into candidates from here on) ---
+# A grid step costs about 0.35 us however little it moves: a matmul whose K and N are one block each (im2col's
+# taps x few channels) takes rows until a step moves this much.
+STEP_BYTES = 4 << 20
+
+
+def _rows_target(k, n, itemsize, block_m, block_k, block_n):
+    """The M block to aim for: ``block_m``, or more rows when all of K and N fit one block (a power of two,
+    so it still divides the usual extents). The planner's description asks the same with its point's blocks."""
+    if k > block_k or n > block_n:
+        return block_m
+    rows = STEP_BYTES // ((k + n) * itemsize)
+    return max(block_m, 1 << max(rows.bit_length() - 1, 0))
+
+
 def _tile(n, target, align):
     """(block, padded extent): the largest aligned divisor of n up to target, else pad n to a multiple of
     an aligned block (a whole-dim block is legal too, but may not fit VMEM when n is large)."""
@@ -62,7 +76,7 @@ def _pallas_matmul(x, w, out_dtype, tail=None):
     b, m, k = x.shape
     n = w.shape[2]
     sub = 8 * max(4 // x.dtype.itemsize, 1)
-    bm, mp = _tile(m, BLOCK_M, sub)
+    bm, mp = _tile(m, _rows_target(k, n, x.dtype.itemsize, BLOCK_M, BLOCK_K, BLOCK_N), sub)
     bn, np_ = _tile(n, BLOCK_N, 128)
     bk, kp = _tile(k, BLOCK_K, 128)
     if (mp, kp) != (m, k):
