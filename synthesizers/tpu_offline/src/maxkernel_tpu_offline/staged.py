@@ -68,13 +68,14 @@ def _matmuls(jaxpr, repeat: int, out: list[Matmul]) -> None:
     """Every matmul and convolution of ``jaxpr`` as the kernels will run it, loops' bodies per trip."""
     from jax.extend import core as jex_core
 
+    repeats = staged_runtime._repeats(jaxpr)
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
         if name == "ragged_dot_general":
             raise Declined("ragged_dot_general (a grouped matmul whose group sizes are only known at run time) has "
                            "no kernel lowering: it needs a scalar-prefetched group table (a Megablox-style kernel)")
         if name == "dot_general":
-            out.append(_dot_matmul(eqn, repeat))
+            out.append(_dot_matmul(eqn, repeat, staged_runtime._fold_of(eqn, repeats)))
         elif name == "conv_general_dilated":
             out.append(_conv_matmul(eqn, repeat))
         length = int(eqn.params.get("length", 1)) if name == "scan" else 1
@@ -86,7 +87,9 @@ def _matmuls(jaxpr, repeat: int, out: list[Matmul]) -> None:
                     _matmuls(item, repeat * length, out)
 
 
-def _dot_matmul(eqn, repeat: int) -> Matmul:
+def _dot_matmul(eqn, repeat: int, fold=None) -> Matmul:
+    """The kernel's (B, M, K) @ (B, K, N) as staged_matmul runs the dot_general: a folded repeat's group moves
+    from B to the other operand's rows (or columns), and a narrow N is swapped onto the rows."""
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     lhs, rhs = (v.aval for v in eqn.invars)
     if not all("float" in str(a.dtype) for a in (lhs, rhs)):
@@ -97,8 +100,13 @@ def _dot_matmul(eqn, repeat: int) -> Matmul:
 
     lf = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
     rf = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
-    return Matmul(size(lhs, lb), size(lhs, lf), size(rhs, rf), size(lhs, lc), str(lhs.dtype), repeat,
-                  out_dtype=str(eqn.outvars[0].aval.dtype))
+    b, m, n = size(lhs, lb), size(lhs, lf), size(rhs, rf)
+    if fold is not None:
+        g = fold[2]
+        b, m, n = (b // g, m * g, n) if fold[0] == 1 else (b // g, m, n * g)
+    if n < 128 and m > n:
+        m, n = n, m
+    return Matmul(b, m, n, size(lhs, lc), str(lhs.dtype), repeat, out_dtype=str(eqn.outvars[0].aval.dtype))
 
 
 def _direct_shape(eqn) -> tuple[int, tuple[int, ...], int, tuple[int, ...], int] | None:

@@ -105,13 +105,24 @@ def _pallas_matmul(x, w, out_dtype, tail=None):
     return out[:, :m, :n] if (mp, np_) != (m, n) else out
 
 
-def _dot_general_on_kernel(lhs, rhs, *, dimension_numbers, out_dtype, tail=None):
+def _dot_general_on_kernel(lhs, rhs, *, dimension_numbers, out_dtype, tail=None, fold=None):
     """Any dot_general as a batched (B, M, K) @ (B, K, N): its output layout is (batch, lhs free, rhs free).
-    With a tail, ``out_dtype`` is the tail's result's."""
+    With a tail, ``out_dtype`` is the tail's result's. ``fold``: see ``_folded_dot``."""
+    if fold is not None:
+        return _folded_dot(lhs, rhs, dimension_numbers, out_dtype, tail, fold)
     (lc, rc), (lb, rb) = dimension_numbers
     lf = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
     rf = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
     size = lambda a, dims: math.prod(a.shape[d] for d in dims)  # noqa: E731
+    lanes = bool(tail) and "lane" in tail[1]
+    if size(rhs, rf) < 128 and size(lhs, lf) > size(rhs, rf) and not lanes:
+        # A narrow rhs (decode's probabilities @ v: N = 1) would put its few columns on the lanes: swap the
+        # operands so they are the rows, and the wide side is lane-dense.
+        nb, swapped = len(lb), (len(rf), len(lf))
+        perm = (*range(nb), *range(nb + swapped[0], nb + sum(swapped)), *range(nb, nb + swapped[0]))
+        out = _dot_general_on_kernel(rhs, lhs, dimension_numbers=((rc, lc), (rb, lb)), out_dtype=out_dtype,
+                                     tail=_sides_to(tail, lambda s: jnp.transpose(s, _inverse(perm))))
+        return jnp.transpose(out, perm)
     dtype = jnp.promote_types(lhs.dtype, rhs.dtype)
     x = jnp.transpose(lhs, (*lb, *lf, *lc)).reshape(size(lhs, lb), size(lhs, lf), size(lhs, lc)).astype(dtype)
     w = jnp.transpose(rhs, (*rb, *rc, *rf)).reshape(size(rhs, rb), size(rhs, rc), size(rhs, rf)).astype(dtype)
@@ -121,3 +132,48 @@ def _dot_general_on_kernel(lhs, rhs, *, dimension_numbers, out_dtype, tail=None)
         tail = (tail[0], tail[1], sides, tail[3])
     out = _pallas_matmul(x, w, out_dtype, tail)
     return out.reshape(*(lhs.shape[d] for d in lb), *(lhs.shape[d] for d in lf), *(rhs.shape[d] for d in rf))
+
+
+def _folded_dot(lhs, rhs, dimension_numbers, out_dtype, tail, fold):
+    """A dot_general one of whose operands (``fold = (operand, axis, g)``) is given before a ``jnp.repeat`` of g
+    along its batch dim ``axis`` (grouped-query attention's k and v, repeated over the query heads). The other
+    operand's matching batch dim splits into (kept, g) and g joins its free dims: the kernel reads the operand
+    once instead of g times, and takes g times the rows per step. The result is the reference's, reordered."""
+    side, axis, g = fold
+    (lc, rc), (lb, rb) = dimension_numbers
+    ops, contracted, batch = [lhs, rhs], [list(lc), list(rc)], [list(lb), list(rb)]
+    o = 1 - side
+    if tail and "lane" in tail[1] and o == 1:  # a lane vector over N would have to repeat too: no fold
+        ops[side] = jnp.repeat(ops[side], g, axis=axis)
+        return _dot_general_on_kernel(*ops, dimension_numbers=dimension_numbers, out_dtype=out_dtype, tail=tail)
+    bpos = batch[side].index(axis)
+    split = batch[o][bpos]
+    other = ops[o]
+    ops[o] = other.reshape(*other.shape[:split], other.shape[split] // g, g, *other.shape[split + 1:])
+    contracted[o] = [d + (d > split) for d in contracted[o]]
+    batch[o] = [d + (d > split) for d in batch[o]]
+    free = [d for d in range(ops[o].ndim) if d not in contracted[o] and d not in batch[o]]
+    lhs_free = ops[0].ndim - len(contracted[0]) - len(batch[0])
+    g_at = len(lb) + (lhs_free if o == 1 else 0) + free.index(split + 1)
+    shape = [other.shape[d] for d in (rb if o == 1 else lb)]  # the reference's output shape
+    shape += [lhs.shape[d] for d in range(lhs.ndim) if d not in lc and d not in lb]
+    shape += [rhs.shape[d] for d in range(rhs.ndim) if d not in rc and d not in rb]
+    order = [d for d in range(len(shape) + 1) if d != g_at]
+    order.insert(bpos + 1, g_at)  # the new output's axes in the order of the reference's, h as (h / g, g)
+    split_shape = (*shape[:bpos], shape[bpos] // g, g, *shape[bpos + 1:])
+    out = _dot_general_on_kernel(*ops, dimension_numbers=(tuple(contracted), tuple(batch)), out_dtype=out_dtype,
+                                 tail=_sides_to(tail, lambda s: jnp.transpose(s.reshape(split_shape),
+                                                                             _inverse(order))))
+    return jnp.transpose(out, order).reshape(shape)
+
+
+def _sides_to(tail, layout):
+    """A tail with its full-shaped side operands brought to another output layout (lane vectors stay)."""
+    if not tail:
+        return tail
+    fn, forms, sides, dot_dtype = tail
+    return fn, forms, [s if f == "lane" else layout(s) for f, s in zip(forms, sides, strict=True)], dot_dtype
+
+
+def _inverse(perm):
+    return tuple(sorted(range(len(perm)), key=lambda i: perm[i]))

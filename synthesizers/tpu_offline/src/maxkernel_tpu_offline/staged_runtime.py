@@ -32,18 +32,63 @@ def _run_with_kernels(jaxpr, consts, args):
     env.update(zip(jaxpr.invars, args, strict=False))
     plans = _epilogue_plan(jaxpr)
     deferred = {j for i, tail, _ in plans.values() for j in (i, *tail)} - set(plans)
+    repeats = _repeats(jaxpr)
     for index, eqn in enumerate(jaxpr.eqns):
         if index in deferred:
             continue
         if index in plans:
-            outs = [_kernel_with_tail(jaxpr, plans[index], read)]
+            outs = [_kernel_with_tail(jaxpr, plans[index], read, repeats)]
         else:
-            outs = _bind_on_kernels(eqn, [read(v) for v in eqn.invars], eqn.outvars[0].aval.dtype)
+            ins, fold = _inputs(eqn, read, repeats)
+            outs = _bind_on_kernels(eqn, ins, eqn.outvars[0].aval.dtype, fold=fold)
         env.update(zip(eqn.outvars, outs, strict=False))
     return [read(v) for v in jaxpr.outvars]
 
 
-def _kernel_with_tail(jaxpr, plan, read):
+def _repeats(jaxpr):
+    """{var: (source var, axis, g)} for every ``reshape(broadcast_in_dim(source))`` that repeats each element
+    along ``axis`` g times in a row: ``jnp.repeat``, as grouped-query attention repeats k and v over heads."""
+    producer = {v: e for e in jaxpr.eqns for v in e.outvars}
+    found = {}
+    for eqn in jaxpr.eqns:
+        b = producer.get(eqn.invars[0]) if eqn.primitive.name == "reshape" else None
+        if b is None or b.primitive.name != "broadcast_in_dim" or type(b.invars[0]).__name__ == "Literal":
+            continue
+        wide, dims = b.outvars[0].aval.shape, tuple(b.params["broadcast_dimensions"])
+        new = [d for d in range(len(wide)) if d not in dims]
+        if len(new) != 1 or new[0] == 0 or eqn.params.get("dimensions") is not None:
+            continue
+        p = new[0]
+        kept = tuple(d for d in range(len(wide)) if d != p)
+        merged = (*wide[:p - 1], wide[p - 1] * wide[p], *wide[p + 1:])
+        if dims == kept and tuple(b.invars[0].aval.shape) == tuple(wide[d] for d in kept) \
+                and tuple(eqn.outvars[0].aval.shape) == merged:
+            found[eqn.outvars[0]] = (b.invars[0], p - 1, wide[p])
+    return found
+
+
+def _fold_of(eqn, repeats):
+    """(operand, axis, g, source var) for a dot_general one of whose operands is a repeat along one of its
+    batch dims (staged_matmul._folded_dot reads the source instead), else None."""
+    if eqn.primitive.name == "dot_general":
+        batch = eqn.params["dimension_numbers"][1]
+        for side, v in enumerate(eqn.invars):
+            found = repeats.get(v)
+            if found is not None and found[1] in batch[side]:
+                return side, found[1], found[2], found[0]
+    return None
+
+
+def _inputs(eqn, read, repeats):
+    """An equation's input values, a folded repeat's source in place of the repeat, and the fold."""
+    ins, fold = [read(v) for v in eqn.invars], _fold_of(eqn, repeats)
+    if fold is None:
+        return ins, None
+    ins[fold[0]] = read(fold[3])
+    return ins, fold[:3]
+
+
+def _kernel_with_tail(jaxpr, plan, read, repeats):
     """The matmul or convolution of a plan with its tail in the kernel's store; the result is the tail's."""
     i, tail, sides = plan
     eqn = jaxpr.eqns[i]
@@ -55,17 +100,17 @@ def _kernel_with_tail(jaxpr, plan, read):
     values = [x.astype(jnp.int32) if x.dtype == jnp.bool_ else x for x in values]
     spec = (_tail_function(jaxpr, i, tail, list(sides)), [form for form, _, _ in sides.values()], values,
             eqn.outvars[0].aval.dtype)
-    return _bind_on_kernels(eqn, [read(v) for v in eqn.invars], jaxpr.eqns[tail[-1]].outvars[0].aval.dtype,
-                            spec)[0]
+    ins, fold = _inputs(eqn, read, repeats)
+    return _bind_on_kernels(eqn, ins, jaxpr.eqns[tail[-1]].outvars[0].aval.dtype, spec, fold)[0]
 
 
-def _bind_on_kernels(eqn, ins, out_dtype, tail=None):
+def _bind_on_kernels(eqn, ins, out_dtype, tail=None, fold=None):
     """One equation's outputs, its matmuls and convolutions on the kernels (and loops' bodies through them).
     Calls never reach here: ``_run_with_kernels`` inlines them first."""
     p, name = eqn.params, eqn.primitive.name
     if name == "dot_general":
         return [_dot_general_on_kernel(*ins, dimension_numbers=p["dimension_numbers"], out_dtype=out_dtype,
-                                       tail=tail)]
+                                       tail=tail, fold=fold)]
     if name == "conv_general_dilated":
         return [_conv_on_kernel(*ins, window_strides=p["window_strides"], padding=p["padding"],
                                 lhs_dilation=p["lhs_dilation"], rhs_dilation=p["rhs_dilation"],
