@@ -14,6 +14,7 @@ import ast
 import json
 import re
 
+from maxkernel_core import pyast
 from maxkernel_core.errors import MaxKernelError
 
 FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
@@ -27,7 +28,7 @@ class NoUsableCode(MaxKernelError):
 
 def _parses(code: str) -> bool:
     try:
-        ast.parse(code)
+        pyast.parse(code)
         return True
     except SyntaxError:
         return False
@@ -35,7 +36,7 @@ def _parses(code: str) -> bool:
 
 def _defines_computation(code: str) -> bool:
     try:
-        tree = ast.parse(code)
+        tree = pyast.parse(code)
     except SyntaxError:
         return False
     return any((isinstance(n, ast.FunctionDef) and n.name == "computation")

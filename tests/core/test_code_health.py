@@ -54,3 +54,22 @@ def test_lint_is_clean_outside_tests():
                              "--exclude", ".venv", "--exclude", "docs/examples/*/build", str(REPO)],
                             capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 0, result.stdout[-3000:]
+
+
+def test_ast_conversions_go_through_the_lock():
+    """``ast.parse`` and ``compile`` of a tree race in CPython 3.11's threads (maxkernel_core/pyast.py): the bench
+    runs tasks in threads, so every one goes through ``pyast``. A call written the bare way is named here."""
+    bare = []
+    for path in source_files():
+        if path.name == "pyast.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            fn = node.func
+            parse = isinstance(fn, ast.Attribute) and fn.attr == "parse" and getattr(fn.value, "id", "") == "ast"
+            tree = (isinstance(fn, ast.Name) and fn.id == "compile" and node.args
+                    and isinstance(node.args[0], ast.Name) and node.args[0].id == "tree")
+            if parse or tree:
+                bare.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert not bare, "\n".join(bare)

@@ -14,7 +14,7 @@ import ast
 import re
 from typing import Any
 
-from maxkernel_core import Move, ParameterSpace
+from maxkernel_core import Move, ParameterSpace, pyast
 
 #: Values a constant must lie between to be taken for a block size when nothing is declared.
 BLOCK_LIKE = (8, 1 << 16)
@@ -25,7 +25,7 @@ STEPS = ((1, "double"), (-1, "halve"), (2, "quadruple"), (-2, "quarter"))
 def tunables(code: str) -> dict[str, int]:
     """Block-size-like ``NAME = <int>`` lines at module level; empty when the module does not parse."""
     try:
-        tree = ast.parse(code)
+        tree = pyast.parse(code)
     except SyntaxError:
         return {}
     found = {}

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from maxkernel_core import Task, TaskError, TaskRef
+from maxkernel_core import Task, TaskError, TaskRef, pyast
 
 from .kernelbench import KERNELBENCH_FORMAT, load_kernelbench_task, looks_like_kernelbench, module_text
 
@@ -50,7 +50,7 @@ DEFAULT_TOLERANCE = {"bfloat16": 2e-2, "float16": 1e-2, "float32": 1e-4}
 
 def _parse(path: Path) -> ast.Module:
     try:
-        return ast.parse(path.read_text(), filename=str(path))
+        return pyast.parse(path.read_text(), filename=str(path))
     except SyntaxError as exc:
         raise TaskError(f"{path}: line {exc.lineno}: {exc.msg}") from exc
     except OSError as exc:

@@ -24,6 +24,7 @@ import textwrap
 from typing import Any
 
 from attrs import define, field
+from maxkernel_core import pyast
 from maxkernel_tpu_pallas.api import MAX_GLUE_WORK_SHARE
 
 from . import staged_conv, staged_epilogue, staged_matmul, staged_runtime
@@ -104,7 +105,7 @@ def _dot_matmul(eqn, repeat: int, fold=None) -> Matmul:
     if fold is not None:
         g = fold[2]
         b, m, n = (b // g, m * g, n) if fold[0] == 1 else (b // g, m, n * g)
-    if n < 128 and m > n:
+    if staged_matmul._swaps(lhs, rhs, eqn.params["dimension_numbers"]):
         m, n = n, m
     return Matmul(b, m, n, size(lhs, lc), str(lhs.dtype), repeat, out_dtype=str(eqn.outvars[0].aval.dtype))
 
@@ -264,7 +265,7 @@ def _runtime_source() -> str:
 def _check_names(reference_source: str) -> None:
     """The reference is pasted next to the runtime: a top-level name of both would break one of them."""
     def top_level(source: str) -> set[str]:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
         names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
         return names | {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
                         if isinstance(t, ast.Name)}

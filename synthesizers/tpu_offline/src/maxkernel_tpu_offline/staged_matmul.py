@@ -114,10 +114,7 @@ def _dot_general_on_kernel(lhs, rhs, *, dimension_numbers, out_dtype, tail=None,
     lf = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
     rf = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
     size = lambda a, dims: math.prod(a.shape[d] for d in dims)  # noqa: E731
-    lanes = bool(tail) and "lane" in tail[1]
-    if size(rhs, rf) < 128 and size(lhs, lf) > size(rhs, rf) and not lanes:
-        # A narrow rhs (decode's probabilities @ v: N = 1) would put its few columns on the lanes: swap the
-        # operands so they are the rows, and the wide side is lane-dense.
+    if _swaps(lhs, rhs, dimension_numbers) and not (tail and "lane" in tail[1]):
         nb, swapped = len(lb), (len(rf), len(lf))
         perm = (*range(nb), *range(nb + swapped[0], nb + sum(swapped)), *range(nb, nb + swapped[0]))
         out = _dot_general_on_kernel(rhs, lhs, dimension_numbers=((rc, lc), (rb, lb)), out_dtype=out_dtype,
@@ -132,6 +129,28 @@ def _dot_general_on_kernel(lhs, rhs, *, dimension_numbers, out_dtype, tail=None,
         tail = (tail[0], tail[1], sides, tail[3])
     out = _pallas_matmul(x, w, out_dtype, tail)
     return out.reshape(*(lhs.shape[d] for d in lb), *(lhs.shape[d] for d in lf), *(rhs.shape[d] for d in rf))
+
+
+def _swaps(lhs, rhs, dimension_numbers):
+    """Whether to run the product with its operands swapped (and transpose it back): when its N is under 128
+    and smaller than M, so its few columns would sit on the lanes (a decode's probabilities @ v: N = 1), and
+    bringing the operands to the swapped layouts moves no more bytes than to the plain ones (16p's scores
+    @ v, N = 64, would transpose a 2 GB operand to save lanes on a 64-wide one). Operands need only
+    ``shape`` and ``dtype``: the planner asks with the jaxpr's avals."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    lf = [d for d in range(len(lhs.shape)) if d not in lc and d not in lb]
+    rf = [d for d in range(len(rhs.shape)) if d not in rc and d not in rb]
+    m, n = (math.prod(a.shape[d] for d in dims) for a, dims in ((lhs, lf), (rhs, rf)))
+    if not n < 128 or not m > n:
+        return False
+    plain = _moved(lhs, (*lb, *lf, *lc)) + _moved(rhs, (*rb, *rc, *rf))
+    return _moved(rhs, (*rb, *rf, *rc)) + _moved(lhs, (*lb, *lc, *lf)) <= plain
+
+
+def _moved(a, order):
+    """The bytes a transpose to ``order`` moves: none when only size-1 axes change places."""
+    kept = [d for d in order if a.shape[d] != 1]
+    return 0 if kept == sorted(kept) else math.prod(a.shape) * jnp.dtype(a.dtype).itemsize
 
 
 def _folded_dot(lhs, rhs, dimension_numbers, out_dtype, tail, fold):

@@ -20,6 +20,8 @@ import types
 from pathlib import Path
 from typing import Any
 
+from maxkernel_core import pyast
+
 #: The entry and inputs function a KernelBench-style module gets (names no task defines).
 KERNELBENCH_ENTRY = "_mk_computation"
 KERNELBENCH_INPUTS = "_mk_inputs"
@@ -168,7 +170,7 @@ def size_constants(source: str) -> dict[str, Any]:
     """The module-level size constants a small size may change: ``NAME = int`` or a tuple of ints, and the int
     values of a ``CONFIG`` dict literal (named ``CONFIG[key]``). Bools and floats are never sizes."""
     found: dict[str, Any] = {}
-    for node in ast.parse(source).body:
+    for node in pyast.parse(source).body:
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
             continue
         name, value = node.targets[0].id, _constant(node.value)
@@ -189,7 +191,7 @@ def read_by_computation(source: str) -> set[str]:
     candidate keeps their full-size values, so a small size must keep them too. A function's own parameters
     and locals are not module constants."""
     names: set[str] = set()
-    for node in ast.parse(source).body:
+    for node in pyast.parse(source).body:
         if not isinstance(node, (ast.FunctionDef, ast.ClassDef)) or node.name in INPUT_FUNCTIONS:
             continue
         for fn in [n for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.Lambda))]:
@@ -217,7 +219,7 @@ def _replace(tree: ast.Module, overrides: dict[str, Any]) -> None:
         name = node.targets[0].id
         if name in overrides:
             node.value = ast.copy_location(ast.Constant(overrides[name]) if isinstance(overrides[name], int)
-                                           else ast.parse(repr(overrides[name]), mode="eval").body, node.value)
+                                           else pyast.parse(repr(overrides[name]), mode="eval").body, node.value)
         elif name == "CONFIG" and isinstance(node.value, ast.Dict):
             for i, key in enumerate(node.value.keys):
                 label = f"CONFIG[{_constant(key)!r}]" if key is not None else None
@@ -236,7 +238,7 @@ def load_task_module(meta: dict[str, Any], name: str, overrides: dict[str, Any] 
     """Import the task's module from its file (its folder first on sys.path, so sibling imports work), with its
     entry appended where the format needs one and any size constants replaced."""
     path = Path(meta["module"])
-    tree = ast.parse(module_source(meta), filename=str(path))
+    tree = pyast.parse(module_source(meta), filename=str(path))
     if overrides:
         _replace(tree, overrides)
     return exec_module(tree, path, name)
@@ -248,7 +250,7 @@ def exec_module(tree: ast.Module | str, path: Path, name: str):
     module = types.ModuleType(name)
     module.__file__ = str(path)
     sys.modules[name] = module
-    exec(compile(tree, str(path), "exec"), module.__dict__)
+    exec(pyast.compile_tree(tree, str(path)), module.__dict__)
     return module
 
 
