@@ -178,7 +178,7 @@ def test_a_fold_that_would_repeat_a_lane_vector_repeats_the_operand_instead(inte
     k, q, bias = jax.random.normal(ks[0], (2, 2, 40, 128)), jax.random.normal(ks[1], (2, 6, 24, 128)), \
         jax.random.normal(ks[2], (24,))
     numbers = (([3], [3]), ([0, 1], [0, 1]))  # (n, kv head, keys, d) . (n, head, queries, d) -> (n, head, keys, queries)
-    tail = (lambda acc, sides: acc + sides[0], ["lane"], [bias], jnp.float32)
+    tail = staged_matmul._Tail(lambda acc, sides: acc + sides[0], ["lane"], [bias], jnp.float32)
     got = staged_matmul._dot_general_on_kernel(k, q, dimension_numbers=numbers, out_dtype=jnp.float32, tail=tail,
                                                fold=(0, 1, 3))
     with jax.default_matmul_precision("highest"):

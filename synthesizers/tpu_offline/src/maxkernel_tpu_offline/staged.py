@@ -297,7 +297,7 @@ def module_source(spec: StagedSpec, task_id: str, params: dict[str, int], refere
                 "trip that a fused epilogue would save.", 100),
             params=params, constants="\n".join(f"{k} = {v}" for k, v in params.items()),
             block_helper=block_helper_source()
-        ).replace("import functools\n", "import functools\nimport itertools\nimport math\n", 1
+        ).replace("import functools\n", "import functools\nimport itertools\nimport math\nimport typing\n", 1
         ).replace("import jax.numpy as jnp\n", "import jax.numpy as jnp\nfrom jax import lax\n", 1).rstrip(), "", "",
         _runtime_source(), "", "",
         "# --- the reference computation (from the task's reference.py), run with its matmuls on the kernel ---",

@@ -38,9 +38,10 @@ def _conv_on_kernel(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dila
     dtype = jnp.promote_types(x.dtype, w.dtype)
     x, w = x.astype(dtype), w.astype(dtype)
     fused = tail
+    kernel_dtype = tail.dot_dtype if tail else out_dtype  # what the kernels write when the tail runs after them
     if any(d > 1 for d in lhs_dilation) and all(s == 1 for s in window_strides) and all(r == 1 for r in rhs_dilation):
         fused = None
-        out = _transposed_conv(x, w, padding, lhs_dilation, feature_group_count, tail[3] if tail else out_dtype)
+        out = _transposed_conv(x, w, padding, lhs_dilation, feature_group_count, kernel_dtype)
     else:
         zero = jnp.zeros((), x.dtype)  # dilation (of a transposed convolution) is interior padding
         x = lax.pad(x, zero, [(0, 0, 0), *[(lo, hi, d - 1) for (lo, hi), d in zip(padding, lhs_dilation, strict=False)], (0, 0, 0)])
@@ -50,9 +51,9 @@ def _conv_on_kernel(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dila
         else:
             fused = tail if feature_group_count == 1 else None
             out = _im2col_conv(x, w, window_strides, rhs_dilation, feature_group_count,
-                               out_dtype if fused else (tail[3] if tail else out_dtype), fused)
+                               out_dtype if fused else kernel_dtype, fused)
     if tail and not fused:
-        out = _finish(out, tail[2], tail).astype(out_dtype)
+        out = _finish(out, tail.sides, tail).astype(out_dtype)
     # out_spec says where batch, feature and each spatial dim sit in the result.
     order = [0, nsp + 1, *range(1, nsp + 1)]
     return jnp.transpose(out, [order[list(out_spec).index(d)] for d in range(nsp + 2)])
@@ -76,14 +77,24 @@ def _direct_conv_takes(spatial, c, window, item):
     """At least 16 channels (fewer, e.g. 8, pad each VMEM row of the image 16x to 128 lanes) and input planes that
     fit. Small check sizes and full sizes of one task take the same path when their channels agree. (The planner
     asks this too, with the shapes it reads from the jaxpr.)"""
-    g = _direct_geometry(spatial, c, window, 1, item)
-    return c >= 16 and g["planes"] * spatial[-2] * _sublane_width(g["width"]) * -(-c // 128) * 128 * item <= \
-        DIRECT_IMAGE_BYTES
+    planes, (_, width, _) = (window[0] if len(window) == 3 else 1), _direct_read(spatial[-1], window[-1])
+    return c >= 16 and planes * spatial[-2] * _sublane_width(width) * -(-c // 128) * 128 * item <= DIRECT_IMAGE_BYTES
 
 
 def _sublane_width(width):
     """A width as a whole number of sublane tiles (16 rows, bf16's tile)."""
     return -(-width // 16) * 16
+
+
+def _direct_read(w, kw):
+    """(shifted, the width read, output columns computed per row) for rows W wide and KW column taps: whole rows,
+    each column tap's product shifted on the f32 side, when W is a whole number of sublane tiles (no padding)
+    or padding it is the smaller; else each tap's window read at its column (all taps in one product)."""
+    ow = w - kw + 1
+    shifted = w % 16 == 0 or _sublane_width(w) < _sublane_width(ow) + kw - 1
+    if shifted:
+        return True, _sublane_width(w), _sublane_width(w)
+    return False, _sublane_width(ow) + kw - 1, _sublane_width(ow)
 
 
 def _direct_geometry(spatial, c, window, o, item):
@@ -94,9 +105,7 @@ def _direct_geometry(spatial, c, window, o, item):
     planes = window[0] if len(window) == 3 else 1
     (h, w), (kh, kw) = spatial[-2:], window[-2:]
     oh, ow = h - kh + 1, w - kw + 1
-    shifted = w % 16 == 0 or _sublane_width(w) < _sublane_width(ow) + kw - 1
-    width = _sublane_width(w) if shifted else _sublane_width(ow) + kw - 1
-    row = _sublane_width(w) if shifted else _sublane_width(ow)  # output columns computed per row
+    shifted, width, row = _direct_read(w, kw)
     k = planes * kh * c * (1 if shifted else kw)
     lanes = lambda n: -(-n // 128) * 128  # noqa: E731
     fits = lambda d: d * row * max(lanes(o) * 4, lanes(k) * item) <= DIRECT_ACC_BYTES  # noqa: E731
@@ -138,7 +147,7 @@ def _direct_conv(x, w, out_dtype, tail=None):
     x = jnp.pad(x, [(0, 0)] * (x.ndim - 2) + [(0, width - spatial[-1]), (0, 0)])  # extra columns: dropped outputs
     w = w.reshape(planes, window[-2], window[-1], c, o)
     w = (jnp.transpose(w, (2, 0, 1, 3, 4)) if g["shifted"] else w[None]).reshape(g["dots"], g["k"], o)
-    sides = list(tail[2]) if tail else []
+    sides = list(tail.sides) if tail else []
     fixed = lambda *grid: (0, 0)  # noqa: E731
     if planes == 1:
         grid, out_shape = (n, oh // bh), (n, oh, ow, o)
@@ -152,7 +161,7 @@ def _direct_conv(x, w, out_dtype, tail=None):
         out_spec = pl.BlockSpec((1, pl.Squeezed(), bh, ow, o), lambda b, d, r: (b, d, r, 0, 0))
     return pl.pallas_call(
         functools.partial(_direct_conv_kernel, planes=planes, bh=bh, ow=ow, row=g["row"], window=tuple(window),
-                          shifted=g["shifted"], tail=tail and (tail[0], None, None, tail[3])),
+                          shifted=g["shifted"], tail=tail and tail.in_kernel()),
         out_shape=jax.ShapeDtypeStruct(out_shape, out_dtype),
         grid=grid,
         in_specs=[*x_specs, pl.BlockSpec(w.shape, lambda *grid: (0, 0, 0)),
@@ -200,7 +209,7 @@ def _im2col_conv(x, w, strides, rhs_dilation, groups, out_dtype, tail=None):
         weights = jnp.transpose(w.reshape(t, c // groups, groups, o // groups), (2, 0, 1, 3))
         weights = weights.reshape(groups, t * (c // groups), o // groups)
     if tail:  # one group (the caller's rule): the (1, O) lane vectors are the kernel's (1, 1, N)
-        tail = (tail[0], tail[1], [side.reshape(1, 1, -1) for side in tail[2]], tail[3])
+        tail = tail._replace(sides=[side.reshape(1, 1, -1) for side in tail.sides])
     out = _pallas_matmul(patches, weights, out_dtype, tail)  # G, positions, O/G
     return jnp.transpose(out, (1, 0, 2)).reshape(n, *out_sp, o)[..., :width, :]
 

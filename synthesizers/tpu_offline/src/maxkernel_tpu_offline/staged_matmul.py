@@ -10,6 +10,7 @@ at call time; a dim with no aligned divisor under its block is zero-padded
 
 import functools
 import math
+import typing
 
 import jax
 import jax.numpy as jnp
@@ -35,6 +36,24 @@ def _rows_target(k, n, itemsize, block_m, block_k, block_n):
         return block_m
     rows = STEP_BYTES // ((k + n) * itemsize)
     return max(block_m, 1 << max(rows.bit_length() - 1, 0))
+
+
+class _Tail(typing.NamedTuple):
+    """An elementwise tail fused into a kernel's store (staged_epilogue.py): ``fn(tile, side_tiles)``, each side
+    operand's form ("lane" or "full") and array, and the dtype the matmul or convolution itself produces (the
+    accumulator is cast to it before ``fn``). A kernel gets it with ``forms`` and ``sides`` stripped: arrays
+    reach a kernel as operands, never in its closure."""
+
+    fn: typing.Any
+    forms: typing.Any
+    sides: typing.Any
+    dot_dtype: typing.Any
+
+    def in_kernel(self):
+        return self._replace(forms=None, sides=None)
+
+    def has_lanes(self):
+        return "lane" in self.forms
 
 
 def _tile(n, target, align):
@@ -65,8 +84,7 @@ def _finish(acc, side_tiles, tail):
     """The accumulator as the matmul's own dtype, then the elementwise tail fused after it (if any)."""
     if tail is None:
         return acc
-    fn, _, _, dot_dtype = tail
-    return fn(acc.astype(dot_dtype), side_tiles)
+    return tail.fn(acc.astype(tail.dot_dtype), side_tiles)
 
 
 def _pallas_matmul(x, w, out_dtype, tail=None):
@@ -84,14 +102,14 @@ def _pallas_matmul(x, w, out_dtype, tail=None):
     if (kp, np_) != (k, n):
         w = jnp.pad(w, ((0, 0), (0, kp - k), (0, np_ - n)))
     sides, side_specs = [], []
-    for form, side in zip(*tail[1:3], strict=True) if tail else ():
+    for form, side in zip(tail.forms, tail.sides, strict=True) if tail else ():
         lane = form == "lane"
         sides.append(jnp.pad(side, ((0, 0), (0, 0 if lane else mp - m), (0, np_ - n))))
         side_specs.append(pl.BlockSpec((1, 1, bn), lambda g, i, j, kk: (0, 0, j)) if lane else
                           pl.BlockSpec((1, bm, bn), lambda g, i, j, kk: (g, i, j)))
     acc = jnp.int32 if jnp.issubdtype(out_dtype, jnp.integer) else jnp.float32
     out = pl.pallas_call(
-        functools.partial(_matmul_kernel, tail=tail and (tail[0], None, None, tail[3])),
+        functools.partial(_matmul_kernel, tail=tail and tail.in_kernel()),
         out_shape=jax.ShapeDtypeStruct((b, mp, np_), out_dtype),
         grid=(b, mp // bm, np_ // bn, kp // bk),
         in_specs=[pl.BlockSpec((1, bm, bk), lambda g, i, j, kk: (g, i, kk)),
@@ -114,7 +132,7 @@ def _dot_general_on_kernel(lhs, rhs, *, dimension_numbers, out_dtype, tail=None,
     lf = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
     rf = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
     size = lambda a, dims: math.prod(a.shape[d] for d in dims)  # noqa: E731
-    if _swaps(lhs, rhs, dimension_numbers) and not (tail and "lane" in tail[1]):
+    if _swaps(lhs, rhs, dimension_numbers) and not (tail and tail.has_lanes()):
         nb, swapped = len(lb), (len(rf), len(lf))
         perm = (*range(nb), *range(nb + swapped[0], nb + sum(swapped)), *range(nb, nb + swapped[0]))
         out = _dot_general_on_kernel(rhs, lhs, dimension_numbers=((rc, lc), (rb, lb)), out_dtype=out_dtype,
@@ -125,8 +143,8 @@ def _dot_general_on_kernel(lhs, rhs, *, dimension_numbers, out_dtype, tail=None,
     w = jnp.transpose(rhs, (*rb, *rc, *rf)).reshape(size(rhs, rb), size(rhs, rc), size(rhs, rf)).astype(dtype)
     if tail:  # lane vectors (1, N) and same-shaped operands, in the kernel's (B, M, N) layout
         bmn = (x.shape[0], x.shape[1], w.shape[2])
-        sides = [s.reshape(1, 1, -1) if f == "lane" else s.reshape(bmn) for f, s in zip(*tail[1:3], strict=True)]
-        tail = (tail[0], tail[1], sides, tail[3])
+        tail = tail._replace(sides=[s.reshape(1, 1, -1) if f == "lane" else s.reshape(bmn)
+                                    for f, s in zip(tail.forms, tail.sides, strict=True)])
     out = _pallas_matmul(x, w, out_dtype, tail)
     return out.reshape(*(lhs.shape[d] for d in lb), *(lhs.shape[d] for d in lf), *(rhs.shape[d] for d in rf))
 
@@ -162,7 +180,7 @@ def _folded_dot(lhs, rhs, dimension_numbers, out_dtype, tail, fold):
     (lc, rc), (lb, rb) = dimension_numbers
     ops, contracted, batch = [lhs, rhs], [list(lc), list(rc)], [list(lb), list(rb)]
     o = 1 - side
-    if tail and "lane" in tail[1] and o == 1:  # a lane vector over N would have to repeat too: no fold
+    if tail and tail.has_lanes() and o == 1:  # a lane vector over N would have to repeat too: no fold
         ops[side] = jnp.repeat(ops[side], g, axis=axis)
         return _dot_general_on_kernel(*ops, dimension_numbers=dimension_numbers, out_dtype=out_dtype, tail=tail)
     bpos = batch[side].index(axis)
@@ -190,8 +208,7 @@ def _sides_to(tail, layout):
     """A tail with its full-shaped side operands brought to another output layout (lane vectors stay)."""
     if not tail:
         return tail
-    fn, forms, sides, dot_dtype = tail
-    return fn, forms, [s if f == "lane" else layout(s) for f, s in zip(forms, sides, strict=True)], dot_dtype
+    return tail._replace(sides=[s if f == "lane" else layout(s) for f, s in zip(tail.forms, tail.sides, strict=True)])
 
 
 def _inverse(perm):

@@ -16,7 +16,7 @@ from jax import lax
 
 from .staged_conv import _conv_on_kernel  # a candidate has the modules pasted above this one
 from .staged_epilogue import _epilogue_plan, _flattened, _lane_vector, _tail_function
-from .staged_matmul import _dot_general_on_kernel
+from .staged_matmul import _dot_general_on_kernel, _Tail
 
 # --- the staged runtime (pasted into candidates from here on) ---
 def _run_with_kernels(jaxpr, consts, args):
@@ -98,8 +98,8 @@ def _kernel_with_tail(jaxpr, plan, read, repeats):
     # A mask goes in as int32: Mosaic passes a bool operand as int32 and the interpreter as bool, and the judge
     # holds the CPU program's kernel types to the TPU program's. (The tail reads it back as bool.)
     values = [x.astype(jnp.int32) if x.dtype == jnp.bool_ else x for x in values]
-    spec = (_tail_function(jaxpr, i, tail, list(sides)), [form for form, _, _ in sides.values()], values,
-            eqn.outvars[0].aval.dtype)
+    spec = _Tail(_tail_function(jaxpr, i, tail, list(sides)), [form for form, _, _ in sides.values()], values,
+                 eqn.outvars[0].aval.dtype)
     ins, fold = _inputs(eqn, read, repeats)
     return _bind_on_kernels(eqn, ins, jaxpr.eqns[tail[-1]].outvars[0].aval.dtype, spec, fold)[0]
 
