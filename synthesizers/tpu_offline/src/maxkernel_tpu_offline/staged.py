@@ -199,10 +199,14 @@ def describe(spec: StagedSpec, point: dict[str, int]) -> list[dict[str, Any]]:
             mm.k, mm.n, itemsize(mm.dtype), point["BLOCK_M"], point["BLOCK_K"], point["BLOCK_N"]), sublane_align(mm.dtype))
         bn, np_ = staged_matmul._tile(mm.n, point["BLOCK_N"], 128)
         bk, kp = staged_matmul._tile(mm.k, point["BLOCK_K"], 128)
+        op = functools.partial(_operand, mm)
+        bb = staged_matmul._batch_block(mm.b, mp, kp, np_, bm, itemsize(mm.dtype))
+        if bb > 1:
+            kernels.append(_describe_batched(mm, point, bb, mp, kp, np_, op))
+            continue
         gb, gi, gj, gk = mm.b, mp // bm, np_ // bn, kp // bk
         steps = gb * gi * gj * gk
 
-        op = functools.partial(_operand, mm)
         kernels.append({
             "name": f"matmul ({mm.source})", "grid": [gb, gi, gj, gk], "steps": steps,
             "dimension_semantics": ["parallel", "parallel", "parallel", "arbitrary"],
@@ -218,6 +222,20 @@ def describe(spec: StagedSpec, point: dict[str, int]) -> list[dict[str, Any]]:
                      "elementwise": bm * bn, "transcendental": 0},
             "repeat": mm.repeat})
     return kernels
+
+
+def _describe_batched(mm: Matmul, point: dict[str, int], bb: int, m: int, k: int, n: int, op) -> dict[str, Any]:
+    """staged_matmul._batched_matmul: bb whole (M, K) @ (K, N) products per step, grid (B / bb,)."""
+    steps = mm.b // bb
+    return {"name": f"batched matmul ({mm.source})", "grid": [steps], "steps": steps,
+            "dimension_semantics": ["parallel"], "vmem_limit_bytes": point.get("VMEM_LIMIT_BYTES"),
+            "operands": [op("input", [mm.b, m, k], [bb, m, k], steps - 1, [True]),
+                         op("input", [mm.b, k, n], [bb, k, n], steps - 1, [True]),
+                         op("output", [mm.b, m, n], [bb, m, n], steps - 1, [True], mm.out_dtype or mm.dtype)],
+            "scratch": [],
+            "body": {"dots": [{"m": m, "n": n, "k": k, "batch": bb, "dtype": mm.dtype, "count": 1}],
+                     "elementwise": bb * m * n, "transcendental": 0},
+            "repeat": mm.repeat}
 
 
 def _operand(mm: Matmul, role: str, array: list[int], block: list[int], changes: int, depends: list[bool],

@@ -108,6 +108,9 @@ def _pallas_matmul(x, w, out_dtype, tail=None):
         side_specs.append(pl.BlockSpec((1, 1, bn), lambda g, i, j, kk: (0, 0, j)) if lane else
                           pl.BlockSpec((1, bm, bn), lambda g, i, j, kk: (g, i, j)))
     acc = jnp.int32 if jnp.issubdtype(out_dtype, jnp.integer) else jnp.float32
+    bb = _batch_block(b, mp, kp, np_, bm, x.dtype.itemsize)
+    if bb > 1:
+        return _batched_matmul(x, w, out_dtype, tail, sides, bb, acc)[:, :m, :n]
     out = pl.pallas_call(
         functools.partial(_matmul_kernel, tail=tail and tail.in_kernel()),
         out_shape=jax.ShapeDtypeStruct((b, mp, np_), out_dtype),
@@ -121,6 +124,39 @@ def _pallas_matmul(x, w, out_dtype, tail=None):
             vmem_limit_bytes=VMEM_LIMIT_BYTES),
     )(x, w, *sides)
     return out[:, :m, :n] if (mp, np_) != (m, n) else out
+
+
+def _batch_block(b, m, k, n, bm, item):
+    """Batch items per step when each item's whole product is small (M one block, all of K and N within a
+    step's bytes): grid steps of a few rows each (a decode's 8 query heads per kv head) are fixed cost."""
+    per = (m * k + k * n + m * n) * item + m * n * 4
+    if b == 1 or m != bm or per > STEP_BYTES:
+        return 1
+    return max(d for d in range(1, b + 1) if b % d == 0 and d * per <= STEP_BYTES)
+
+
+def _batched_kernel(x_ref, w_ref, *refs, tail=None, acc=None):
+    """bb whole products at once (no K loop: all of K is in the block), the tail in the store."""
+    *side_refs, out_ref = refs
+    prod = jnp.einsum("bmk,bkn->bmn", x_ref[...], w_ref[...], preferred_element_type=acc)
+    out_ref[...] = _finish(prod, [r[...] for r in side_refs], tail).astype(out_ref.dtype)
+
+
+def _batched_matmul(x, w, out_dtype, tail, sides, bb, acc):
+    """(B, M, K) @ (B, K, N) as grid (B / bb,), bb items per step, each whole (see ``_batch_block``)."""
+    b, m, k = x.shape
+    n = w.shape[2]
+    side_specs = [pl.BlockSpec((1, 1, n), lambda g: (0, 0, 0)) if f == "lane" else
+                  pl.BlockSpec((bb, m, n), lambda g: (g, 0, 0)) for f in (tail.forms if tail else ())]
+    return pl.pallas_call(
+        functools.partial(_batched_kernel, tail=tail and tail.in_kernel(), acc=acc),
+        out_shape=jax.ShapeDtypeStruct((b, m, n), out_dtype),
+        grid=(b // bb,),
+        in_specs=[pl.BlockSpec((bb, m, k), lambda g: (g, 0, 0)),
+                  pl.BlockSpec((bb, k, n), lambda g: (g, 0, 0)), *side_specs],
+        out_specs=pl.BlockSpec((bb, m, n), lambda g: (g, 0, 0)),
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",), vmem_limit_bytes=VMEM_LIMIT_BYTES),
+    )(x, w, *sides)
 
 
 def _dot_general_on_kernel(lhs, rhs, *, dimension_numbers, out_dtype, tail=None, fold=None):
