@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .staged_conv import _conv_on_kernel  # a candidate has the modules pasted above this one
-from .staged_epilogue import _epilogue_plan, _flattened, _lane_vector, _tail_function
+from .staged_epilogue import _epilogue_plan, _flattened, _is_literal, _lane_vector, _tail_function
 from .staged_matmul import _dot_general_on_kernel, _Tail
 
 # --- the staged runtime (pasted into candidates from here on) ---
@@ -52,7 +52,7 @@ def _repeats(jaxpr):
     found = {}
     for eqn in jaxpr.eqns:
         b = producer.get(eqn.invars[0]) if eqn.primitive.name == "reshape" else None
-        if b is None or b.primitive.name != "broadcast_in_dim" or type(b.invars[0]).__name__ == "Literal":
+        if b is None or b.primitive.name != "broadcast_in_dim" or _is_literal(b.invars[0]):
             continue
         wide, dims = b.outvars[0].aval.shape, tuple(b.params["broadcast_dimensions"])
         new = [d for d in range(len(wide)) if d not in dims]
