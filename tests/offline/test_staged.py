@@ -14,7 +14,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 from maxkernel_core import EvalStatus, Plan
 
-from maxkernel_tpu_offline import staged_conv, staged_matmul, staged_runtime
+from maxkernel_tpu_offline import staged_attention, staged_conv, staged_matmul, staged_runtime
 from maxkernel_tpu_offline.ir import Declined
 from maxkernel_tpu_offline.synthesis import OfflineDeclined
 from maxkernel_tpu_offline.staged import analyse_staged
@@ -40,10 +40,13 @@ def _interpret(patch):
         def pallas_call(self, *args, **kwargs):
             return pl.pallas_call(*args, interpret=True, **kwargs)
 
-    for module in (staged_matmul, staged_conv):
+    for module in (staged_matmul, staged_conv, staged_attention):
         patch.setattr(module, "pl", _Pallas())
     patch.setattr(staged_matmul, "BLOCK_M", 16)
     patch.setattr(staged_matmul, "BLOCK_K", 128)
+    patch.setattr(staged_attention, "FLASH_BLOCK_Q", 64)
+    patch.setattr(staged_attention, "FLASH_BLOCK_K", 128)
+    patch.setattr(staged_attention, "FLASH_SCORE_BYTES", 64 * 128 * 4 * 2)  # two heads a step
 
 
 def _close(got, want):
@@ -270,7 +273,7 @@ def test_a_program_mostly_outside_its_matmul_is_declined_with_the_share(tmp_path
 
 @pytest.mark.slow
 @pytest.mark.parametrize("task_name, target", [("conv_batchnorm", "v5e"), ("conv_batchnorm", "v6e"),
-                                               ("mlp_scan", "v5e")])
+                                               ("mlp_scan", "v5e"), ("attention_projected", "v6e")])
 def test_staged_kernels_pass_the_cascade(tmp_path, task_name, target):
     session, backend = offline_session(tmp_path, TASKS / task_name, target)
     try:

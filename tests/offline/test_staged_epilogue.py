@@ -153,5 +153,8 @@ def test_any_elementwise_tail_is_exact_on_the_kernel(steps):
         fused = staged_runtime._with_kernels(program, len(args))
         with jax.default_matmul_precision("highest"):
             want, got = program(*args), jax.jit(fused)(*args)
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-3, atol=2e-3)
+    # A bf16 round trip turns the kernel's f32 rounding (blocked accumulation) into a whole bf16 ulp (2^-8)
+    # where a value sits at a rounding boundary, and a later square doubles it: compared at bf16's resolution.
+    tol = 2e-2 if ("unary", "bf16-round-trip") in steps else 2e-3
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=tol, atol=tol)
 

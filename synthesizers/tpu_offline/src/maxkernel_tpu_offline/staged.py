@@ -27,7 +27,7 @@ from attrs import define, field
 from maxkernel_core import pyast
 from maxkernel_tpu_pallas.api import MAX_GLUE_WORK_SHARE
 
-from . import staged_conv, staged_epilogue, staged_matmul, staged_runtime
+from . import staged_attention, staged_attention_match, staged_conv, staged_epilogue, staged_matmul, staged_runtime
 from .ir import Declined
 from .blocks import block_helper_source, itemsize, pipelined_operand, sublane_align
 
@@ -276,8 +276,8 @@ def _describe_direct(mm: Matmul, point: dict[str, int]) -> dict[str, Any]:
 
 def _runtime_source() -> str:
     """The runtime's modules below their markers, as one block of source."""
-    return "\n\n\n".join(inspect.getsource(module).split(MARKER, 1)[1].strip()
-                          for module in (staged_matmul, staged_conv, staged_epilogue, staged_runtime))
+    modules = (staged_matmul, staged_conv, staged_epilogue, staged_attention_match, staged_attention, staged_runtime)
+    return "\n\n\n".join(inspect.getsource(module).split(MARKER, 1)[1].strip() for module in modules)
 
 
 def _check_names(reference_source: str) -> None:
@@ -316,7 +316,7 @@ def module_source(spec: StagedSpec, task_id: str, params: dict[str, int], refere
             params=params, constants="\n".join(f"{k} = {v}" for k, v in params.items()),
             block_helper=block_helper_source()
         ).replace("import functools\n", "import functools\nimport itertools\nimport math\nimport typing\n", 1
-        ).replace("import jax.numpy as jnp\n", "import jax.numpy as jnp\nfrom jax import lax\n", 1).rstrip(), "", "",
+        ).replace("import jax.numpy as jnp\n", "import jax.numpy as jnp\nimport numpy as np\nfrom jax import lax\n", 1).rstrip(), "", "",
         _runtime_source(), "", "",
         "# --- the reference computation (from the task's reference.py), run with its matmuls on the kernel ---",
         renamed.strip(), "# --- end of the reference ---", "", "",

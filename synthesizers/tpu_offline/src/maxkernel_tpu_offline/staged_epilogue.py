@@ -80,9 +80,10 @@ def _flattened(jaxpr, consts, args):
     return flat.jaxpr, flat.consts
 
 
-def _epilogue_plan(jaxpr):
+def _epilogue_plan(jaxpr, taken=frozenset()):
     """{index of a tail's last equation: (index of its matmul or convolution, indices of the tail, the tail's
-    side operands as {var: (form, source var or None, broadcast dims)})}."""
+    side operands as {var: (form, source var or None, broadcast dims)})}; equations in ``taken`` (another
+    kernel's: an attention's) are neither kernels nor tails here."""
     uses, producer = {}, {}
     for j, eqn in enumerate(jaxpr.eqns):
         for v in eqn.invars:
@@ -91,7 +92,7 @@ def _epilogue_plan(jaxpr):
         for v in eqn.outvars:
             producer[v] = j
     outputs = {v for v in jaxpr.outvars if not _is_literal(v)}
-    plans, claimed = {}, set()
+    plans, claimed = {}, set(taken)
     for i, eqn in enumerate(jaxpr.eqns):
         if eqn.primitive.name in _KERNEL_PRIMS and i not in claimed:
             tail, sides = _grow_tail(jaxpr, i, producer, claimed)
@@ -202,12 +203,19 @@ def _tail_function(jaxpr, i, tail, side_vars):
             return jnp.broadcast_to(jnp.asarray(x, v.aval.dtype), value.shape)
 
         for e in eqns:
-            ins, name = [read(v) for v in e.invars], e.primitive.name
-            if name in _TAIL_SUBSTITUTES:
-                out = _TAIL_SUBSTITUTES[name](*ins)
-            else:
-                out = e.primitive.bind(*ins, **e.params)
-            env[e.outvars[0]] = out
+            env[e.outvars[0]] = _bind_elementwise(e, [read(v) for v in e.invars])
         return env[eqns[-1].outvars[0]]
 
     return run
+
+
+def _bind_elementwise(eqn, ins):
+    """An elementwise equation bound on tiles as the reference bound it (or as its substitute)."""
+    name = eqn.primitive.name
+    if name in _TAIL_SUBSTITUTES:
+        return _TAIL_SUBSTITUTES[name](*ins)
+    if name == "select_n" and len(ins) == 3 and all(x.dtype == jnp.bool_ for x in ins):
+        # Mosaic cannot relayout a bool select of constant cases (jnp.tril's mask): the same, as logic
+        which, false, true = ins
+        return (which & true) | (~which & false)
+    return eqn.primitive.bind(*ins, **eqn.params)

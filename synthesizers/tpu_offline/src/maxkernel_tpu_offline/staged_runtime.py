@@ -1,7 +1,8 @@
 """The runtime of the staged template, copied verbatim into every staged candidate below the marker.
 
 The candidate runs the task's own reference program through a small jaxpr
-interpreter that sends every ``dot_general`` to the tiled Pallas matmul kernel
+interpreter that sends every attention (q·kᵀ, softmax, ·v) to a flash kernel
+(staged_attention.py), every other ``dot_general`` to the tiled Pallas matmul kernel
 (staged_matmul.py) and every ``conv_general_dilated`` to a convolution kernel
 (staged_conv.py), each with the elementwise ops after it fused into its store
 (staged_epilogue.py). Everything else (norms whose statistics cross rows,
@@ -14,6 +15,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .staged_attention import _attention_on_kernel
+from .staged_attention_match import _attention_plans
 from .staged_conv import _conv_on_kernel  # a candidate has the modules pasted above this one
 from .staged_epilogue import _epilogue_plan, _flattened, _is_literal, _lane_vector, _tail_function
 from .staged_matmul import _dot_general_on_kernel, _Tail
@@ -30,13 +33,17 @@ def _run_with_kernels(jaxpr, consts, args):
     jaxpr, consts = _flattened(jaxpr, consts, args)
     env.update(zip(jaxpr.constvars, consts, strict=False))
     env.update(zip(jaxpr.invars, args, strict=False))
-    plans = _epilogue_plan(jaxpr)
-    deferred = {j for i, tail, _ in plans.values() for j in (i, *tail)} - set(plans)
     repeats = _repeats(jaxpr)
+    attention = _attention_plans(jaxpr, repeats)
+    inside = {j for a in attention.values() for j in a.members()}
+    plans = _epilogue_plan(jaxpr, frozenset(inside | set(attention)))
+    deferred = {j for i, tail, _ in plans.values() for j in (i, *tail)} - set(plans) | inside
     for index, eqn in enumerate(jaxpr.eqns):
         if index in deferred:
             continue
-        if index in plans:
+        if index in attention:
+            outs = [_attention_on_kernel(jaxpr, attention[index], read, repeats)]
+        elif index in plans:
             outs = [_kernel_with_tail(jaxpr, plans[index], read, repeats)]
         else:
             ins, fold = _inputs(eqn, read, repeats)
