@@ -95,6 +95,15 @@ def test_a_row_that_keeps_no_key_turns_block_skipping_off():
     assert 0 not in kinds.tolist()
 
 
+def test_a_matmul_that_ends_one_attention_and_begins_another_is_in_the_first_only():
+    def program(q, k, v, w):
+        out = jnp.einsum("bqk,bkd->bqd", jax.nn.softmax(jnp.einsum("bqd,bkd->bqk", q, k), axis=-1), v)
+        # out is also "scores": softmax over its last axis, then a matmul contracting that axis
+        return jnp.einsum("bqd,bde->bqe", jax.nn.softmax(out, axis=-1), w)
+
+    assert len(_run(program, *_normal((B, 64, D), (B, 64, D), (B, 64, D), (B, D, 16)))) == 1
+
+
 @pytest.mark.parametrize("case", ["score-shaped-bias", "softmax-over-queries"])
 def test_what_the_flash_kernel_cannot_run_stays_on_the_matmul_kernels(case):
     def program(q, k, v, bias):

@@ -60,12 +60,13 @@ def _attention_plans(jaxpr, repeats):
             continue
         for side in (0, 1):
             plan = _attention_at(jaxpr, index, side, producer, repeats)
-            if plan is None or plan.members() & taken:
+            # an equation is in one attention at most: another's output matmul would be skipped as a member
+            if plan is None or (plan.members() | {index}) & taken:
                 continue
             made = {v for j in plan.members() for v in jaxpr.eqns[j].outvars}
             if all(v not in outputs and uses.get(v, set()) <= plan.members() | {index} for v in made):
                 plans[index] = plan
-                taken |= plan.members()
+                taken |= plan.members() | {index}
                 break
     return plans
 
