@@ -6,7 +6,8 @@ Mamba-2's chunked scan), statistics that cross rows after a GEMM (BatchNorm
 over the batch, GroupNorm, a max over the batch) and convolutions (im2col).
 The candidate runs the reference's own program through the interpreter of
 ``staged_runtime.py``; only the matmul and convolution equations change, so
-the result is exact by construction, and the judge's proof of kernel decides
+the result is exact by construction (an attention's softmax, run as the flash
+kernel's f32 online softmax, is exact to the tolerance), and the judge's proof of kernel decides
 whether enough of the work is in the kernels. It is declined here when it
 could not be: when the arithmetic outside the matmuls is over
 ``MAX_GLUE_SHARE`` of the whole (a margin under the judge's own bound), or when a matmul
@@ -99,8 +100,7 @@ def _dot_matmul(eqn, repeat: int, fold=None) -> Matmul:
     def size(a, dims):
         return math.prod(a.shape[d] for d in dims)
 
-    lf = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
-    rf = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
+    lf, rf = staged_matmul._free_dims(lhs, lc, lb), staged_matmul._free_dims(rhs, rc, rb)
     b, m, n = size(lhs, lb), size(lhs, lf), size(rhs, rf)
     if fold is not None:
         g = fold[2]

@@ -16,7 +16,6 @@ mask's predicate is the same throughout skip computing it.
 """
 
 import functools
-import math
 
 import jax
 import jax.numpy as jnp
@@ -25,8 +24,9 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
+from .staged_attention_match import _producers
 from .staged_epilogue import _bind_elementwise, _is_literal
-from .staged_matmul import VMEM_LIMIT_BYTES, _tile
+from .staged_matmul import VMEM_LIMIT_BYTES, _free_dims, _grouped, _tile
 
 # --- the staged runtime (pasted into candidates from here on) ---
 #: A score the tail sets at or below this whatever the matmul gave is masked: exp(s - max) is 0 in f32 for any
@@ -43,13 +43,13 @@ FLASH_BLOCK_Q, FLASH_BLOCK_K = 1024, 512
 FLASH_SCORE_BYTES = 8 << 20
 
 
-def _positions(jaxpr, plan, tile, corner, scalars):
+def _positions(jaxpr, plan, producer, tile, corner, scalars):
     """read(var) of the tail's positional values on a (rows, cols) tile whose corner is (row0, col0), each at
     its natural shape: (rows, 1) along the queries, (1, cols) along the keys, (1, 1) constant, so a causal
     mask costs one compare per score, not its whole expression. ``scalars``: the values of
-    ``plan.scalars()``. Folded rows are (group, query) pairs: a row's query is its index modulo the queries."""
+    ``plan.scalars()``; ``producer``: {var: index of its equation}. Folded rows are (group, query) pairs: a
+    row's query is its index modulo the queries."""
     eqns = jaxpr.eqns
-    producer = {v: j for j, e in enumerate(eqns) for v in e.outvars}
     env = dict(zip(plan.scalars(), (jnp.full((1, 1), x, jnp.int32) for x in scalars), strict=True))
     period = eqns[plan.scores].outvars[0].aval.shape[-2] if plan.fold else None
 
@@ -86,12 +86,12 @@ def _score_function(jaxpr, plan, chosen=None):
     dtype first, then each tail equation bound as the reference binds it, positional operands computed from
     the tile's coordinates. ``chosen``: {tail select: the case it takes on every score of the tile} for tiles
     where its positional predicate is the same throughout (the mask is then not computed at all)."""
-    eqns, chosen = jaxpr.eqns, chosen or {}
+    eqns, chosen, producer = jaxpr.eqns, chosen or {}, _producers(jaxpr)
     start = eqns[plan.scores].outvars[0]
 
     def run(tile, row0, col0, scalars=()):
         env = {start: tile.astype(start.aval.dtype)}
-        positions = _positions(jaxpr, plan, tile.shape[-2:], (row0, col0), scalars)
+        positions = _positions(jaxpr, plan, producer, tile.shape[-2:], (row0, col0), scalars)
 
         def read(v):
             return env[v] if not _is_literal(v) and v in env else jnp.broadcast_to(positions(v), tile.shape)
@@ -127,7 +127,7 @@ def _block_kinds(jaxpr, plan, m, n, bq, bk, mp, np_):
     skips = masked.any() and not masked.all(axis=1).any()
     selects = [j for j in plan.tail if jaxpr.eqns[j].primitive.name == "select_n"
                and jaxpr.eqns[j].invars[0] in plan.positional]
-    at = _positions(jaxpr, plan, (m, n), (0, 0), ())
+    at = _positions(jaxpr, plan, _producers(jaxpr), (m, n), (0, 0), ())
     preds = {j: _host(lambda j=j: jnp.broadcast_to(at(jaxpr.eqns[j].invars[0]), (m, n))) for j in selects}
     kinds, variants = np.zeros((ni, nj), np.int32), []
     for i, j in np.ndindex(ni, nj):
@@ -244,19 +244,16 @@ def _attention_on_kernel(jaxpr, plan, read, repeats):
     k_var, v_var = d1.invars[1], d2.invars[1 - plan.p_side]
     q, k, v = read(d1.invars[0]), read(repeats[k_var][0] if plan.fold else k_var), \
         read(repeats[v_var][0] if plan.fold else v_var)
-    lf, rf = ([x for x in range(a.ndim) if x not in c and x not in bd] for a, c, bd in ((q, lc, lb), (k, rc, rb)))
-    vf = [x for x in range(v.ndim) if x not in vc and x not in vb]
+    lf, rf, vf = _free_dims(q, lc, lb), _free_dims(k, rc, rb), _free_dims(v, vc, vb)
     batch, e_dims, g = [k.shape[x] for x in rb], [v.shape[x] for x in vf], plan.fold[1] if plan.fold else 1
-    size = lambda a, dims: math.prod(a.shape[x] for x in dims)  # noqa: E731
     dtype = jnp.promote_types(q.dtype, k.dtype)
     if plan.fold:  # q's head dim as (kv head, group), the group before the queries
         h = lb[plan.fold[0]]
         q = q.reshape(*q.shape[:h], q.shape[h] // g, g, *q.shape[h + 1:])
         lb, lf, lc = ([x + (x > h) for x in dims] for dims in (lb, lf, lc))
         lf = [h + 1, *lf]
-    qc = jnp.transpose(q, (*lb, *lf, *lc)).reshape(size(q, lb), size(q, lf), size(q, lc)).astype(dtype)
-    kc = jnp.transpose(k, (*rb, *rf, *rc)).reshape(size(k, rb), size(k, rf), size(k, rc)).astype(dtype)
-    vcan = jnp.transpose(v, (*vb, *vc, *vf)).reshape(size(v, vb), size(v, vc), size(v, vf))
+    qc, kc = _grouped(q, lb, lf, lc).astype(dtype), _grouped(k, rb, rf, rc).astype(dtype)
+    vcan = _grouped(v, vb, vc, vf)
     scalars = [read(x) for x in plan.scalars()]
     out = _flash_attention(qc, kc, vcan, jaxpr, plan, scalars, d2.outvars[0].aval.dtype)
     nb, m = len(batch), qc.shape[1] // g

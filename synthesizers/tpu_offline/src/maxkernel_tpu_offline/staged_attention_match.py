@@ -47,7 +47,7 @@ class _Attention(typing.NamedTuple):
 
 def _attention_plans(jaxpr, repeats):
     """{index of the output matmul: _Attention} for every attention the flash kernel can run."""
-    producer = {v: j for j, e in enumerate(jaxpr.eqns) for v in e.outvars}
+    producer = _producers(jaxpr)
     uses = {}
     for j, e in enumerate(jaxpr.eqns):
         for v in e.invars:
@@ -69,6 +69,11 @@ def _attention_plans(jaxpr, repeats):
                 taken |= plan.members() | {index}
                 break
     return plans
+
+
+def _producers(jaxpr):
+    """{var: index of the equation that makes it}."""
+    return {v: j for j, e in enumerate(jaxpr.eqns) for v in e.outvars}
 
 
 def _attention_at(jaxpr, out, side, producer, repeats):

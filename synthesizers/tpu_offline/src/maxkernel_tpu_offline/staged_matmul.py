@@ -165,9 +165,7 @@ def _dot_general_on_kernel(lhs, rhs, *, dimension_numbers, out_dtype, tail=None,
     if fold is not None:
         return _folded_dot(lhs, rhs, dimension_numbers, out_dtype, tail, fold)
     (lc, rc), (lb, rb) = dimension_numbers
-    lf = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
-    rf = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
-    size = lambda a, dims: math.prod(a.shape[d] for d in dims)  # noqa: E731
+    lf, rf = _free_dims(lhs, lc, lb), _free_dims(rhs, rc, rb)
     if _swaps(lhs, rhs, dimension_numbers) and not (tail and tail.has_lanes()):
         nb, swapped = len(lb), (len(rf), len(lf))
         perm = (*range(nb), *range(nb + swapped[0], nb + sum(swapped)), *range(nb, nb + swapped[0]))
@@ -175,14 +173,25 @@ def _dot_general_on_kernel(lhs, rhs, *, dimension_numbers, out_dtype, tail=None,
                                      tail=_sides_to(tail, lambda s: jnp.transpose(s, _inverse(perm))))
         return jnp.transpose(out, perm)
     dtype = jnp.promote_types(lhs.dtype, rhs.dtype)
-    x = jnp.transpose(lhs, (*lb, *lf, *lc)).reshape(size(lhs, lb), size(lhs, lf), size(lhs, lc)).astype(dtype)
-    w = jnp.transpose(rhs, (*rb, *rc, *rf)).reshape(size(rhs, rb), size(rhs, rc), size(rhs, rf)).astype(dtype)
+    x, w = _grouped(lhs, lb, lf, lc).astype(dtype), _grouped(rhs, rb, rc, rf).astype(dtype)
     if tail:  # lane vectors (1, N) and same-shaped operands, in the kernel's (B, M, N) layout
         bmn = (x.shape[0], x.shape[1], w.shape[2])
         tail = tail._replace(sides=[s.reshape(1, 1, -1) if f == "lane" else s.reshape(bmn)
                                     for f, s in zip(tail.forms, tail.sides, strict=True)])
     out = _pallas_matmul(x, w, out_dtype, tail)
     return out.reshape(*(lhs.shape[d] for d in lb), *(lhs.shape[d] for d in lf), *(rhs.shape[d] for d in rf))
+
+
+def _free_dims(a, contracted, batch):
+    """The dims of a dot_general operand (anything with a ``shape``) that are neither contracted nor batch."""
+    return [d for d in range(len(a.shape)) if d not in contracted and d not in batch]
+
+
+def _grouped(a, *groups):
+    """``a`` transposed to its dim groups in order, each group merged into one dim: (B, M, K) from (batch,
+    free, contracted), whatever the dot_general's own layout."""
+    return jnp.transpose(a, [d for g in groups for d in g]).reshape(
+        [math.prod(a.shape[d] for d in g) for g in groups])
 
 
 def _swaps(lhs, rhs, dimension_numbers):
@@ -192,8 +201,7 @@ def _swaps(lhs, rhs, dimension_numbers):
     @ v, N = 64, would transpose a 2 GB operand to save lanes on a 64-wide one). Operands need only
     ``shape`` and ``dtype``: the planner asks with the jaxpr's avals."""
     (lc, rc), (lb, rb) = dimension_numbers
-    lf = [d for d in range(len(lhs.shape)) if d not in lc and d not in lb]
-    rf = [d for d in range(len(rhs.shape)) if d not in rc and d not in rb]
+    lf, rf = _free_dims(lhs, lc, lb), _free_dims(rhs, rc, rb)
     m, n = (math.prod(a.shape[d] for d in dims) for a, dims in ((lhs, lf), (rhs, rf)))
     if not n < 128 or not m > n:
         return False
@@ -229,8 +237,7 @@ def _folded_dot(lhs, rhs, dimension_numbers, out_dtype, tail, fold):
     lhs_free = ops[0].ndim - len(contracted[0]) - len(batch[0])
     g_at = len(lb) + (lhs_free if o == 1 else 0) + free.index(split + 1)
     shape = [other.shape[d] for d in (rb if o == 1 else lb)]  # the reference's output shape
-    shape += [lhs.shape[d] for d in range(lhs.ndim) if d not in lc and d not in lb]
-    shape += [rhs.shape[d] for d in range(rhs.ndim) if d not in rc and d not in rb]
+    shape += [lhs.shape[d] for d in _free_dims(lhs, lc, lb)] + [rhs.shape[d] for d in _free_dims(rhs, rc, rb)]
     order = [d for d in range(len(shape) + 1) if d != g_at]
     order.insert(bpos + 1, g_at)  # the new output's axes in the order of the reference's, h as (h / g, g)
     split_shape = (*shape[:bpos], shape[bpos] // g, g, *shape[bpos + 1:])

@@ -28,7 +28,7 @@ def _run_with_kernels(jaxpr, consts, args):
     env = {}
 
     def read(v):
-        return v.val if type(v).__name__ == "Literal" else env[v]
+        return v.val if _is_literal(v) else env[v]
 
     jaxpr, consts = _flattened(jaxpr, consts, args)
     env.update(zip(jaxpr.constvars, consts, strict=False))
