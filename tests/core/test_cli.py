@@ -49,3 +49,32 @@ def test_plugin_commands_come_through_the_hook(tmp_path):
     assert gone.returncode == 2 and "No such command 'hello'" in gone.stderr
     listed = json.loads(run_cli("plugins", "--json", pythonpath=[root]).stdout)
     assert any(p["name"] == "cmdplug" and p["hooks"] == ["register_commands"] for p in listed)
+
+
+#: ``maxkernel ARGS`` where an object, as a native library's would, crashes the process when the interpreter's
+#: teardown destroys it (Ray's driver did so after a finished ``bench --executor ray``: exit -11).
+CRASHES_IN_TEARDOWN = """
+import os, signal, sys
+class Native:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGSEGV)
+library_object = Native()
+from maxkernel_core.cli.main import main
+main()
+"""
+
+
+def test_the_command_ends_with_its_own_status_and_output_before_any_teardown(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", CRASHES_IN_TEARDOWN, *args], capture_output=True, text=True,
+                              cwd=tmp_path, timeout=120, env={**os.environ, "MAXKERNEL_HOME": str(tmp_path / "h")})
+
+    helped = run("--help")
+    assert helped.returncode == 0 and helped.stdout == run_cli("--help").stdout  # all of it, flushed
+    (tmp_path / "maxkernel.toml").write_text("[run]\nseed = 1.5\n")
+    failed = run("config", "show")
+    assert failed.returncode == 2 and failed.stderr.startswith("Error: ") and "seed" in failed.stderr
