@@ -222,6 +222,7 @@ def test_the_planners_kernel_descriptions_are_what_the_judge_extracts(monkeypatc
     def program(x, w, img, f, vol, g, few, e, q, k, v, mask):
         h = jnp.dot(x, w, preferred_element_type=jnp.float32)
         c = lax.conv_general_dilated(img, f, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        c = jnp.transpose(c, (0, 3, 1, 2))  # stored channels first by the kernel
         d = lax.conv_general_dilated(vol, g, (1, 1, 1), "VALID", dimension_numbers=("NDHWC", "DHWIO", "NDHWC"))
         # im2col (4 channels) with a ragged output width (30): rows grow past BLOCK_M, the width to 32
         i = lax.conv_general_dilated(few, e, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"))
@@ -247,6 +248,7 @@ def test_the_planners_kernel_descriptions_are_what_the_judge_extracts(monkeypatc
 
     assert [vmem_view(k) for k in planned] == [vmem_view(k) for k in emitted]
     assert planned[0]["operands"][2]["dtype"] == "float32"
+    assert planned[1]["operands"][-1]["block_shape"] == [1, 256, 16, 16]  # NCHW: a whole image's output a step
     assert planned[3]["operands"][0]["block_shape"] == [1, 8 * 32 * 32, 36]  # all 8 images' rows in one step
     # n x kv heads = 4 products each, small enough to run all in one step of the batched kernel
     assert [(k["grid"], k["operands"][0]["block_shape"][0]) for k in planned[4:]] == [([1], 4), ([1], 4)]
@@ -321,3 +323,50 @@ def test_large_im2col_patches_are_built_one_block_of_the_batch_at_a_time(interpr
     assert scan.params["length"] == 4  # one image per step
     with jax.default_matmul_precision("highest"):
         _close(jax.jit(staged_runtime._with_kernels(conv, 2))(x, w), conv(x, w))
+
+
+@pytest.mark.parametrize("width, stored_first", [(16, True), (18, True), (140, False)],
+                         ids=["whole-rows", "tap-windows", "rows-past-a-lane-tile"])
+def test_a_transpose_to_nchw_after_a_direct_convolution_is_the_kernels_store(interpret, monkeypatch, width,
+                                                                            stored_first):
+    """18k's shape of program: NCHW in, the convolution in NHWC, a bias and relu, the transpose back to NCHW and
+    a per-channel bias after it. The direct kernel stores its tiles channels first (several row blocks per
+    image), the whole tail fused: no transposing copy after it. Rows past 128 columns keep the NHWC store
+    and leave the tail to XLA; exact either way."""
+    monkeypatch.setattr(staged_conv, "DIRECT_ACC_BYTES", 4 * 16 * 128 * 4)
+    keys = jax.random.split(jax.random.key(6), 4)
+    x, w = jax.random.normal(keys[0], (2, 16, 7, width)), jax.random.normal(keys[1], (24, 16, 3, 3))
+    b, c = jax.random.normal(keys[2], (24,)), jax.random.normal(keys[3], (24, 1, 1))
+
+    def program(x, w, b, c):
+        y = lax.conv_general_dilated(jnp.transpose(x, (0, 2, 3, 1)), jnp.transpose(w, (2, 3, 1, 0)), (1, 1), "VALID",
+                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return jnp.transpose(jax.nn.relu(y + b), (0, 3, 1, 2)) * c + 0.5
+
+    closed = jax.make_jaxpr(staged_runtime._with_kernels(program, 4))(x, w, b, c)
+    (kernel,) = [e for e in closed.jaxpr.eqns if e.primitive.name == "pallas_call"]
+    after = [e.primitive.name for e in closed.jaxpr.eqns[closed.jaxpr.eqns.index(kernel) + 1:]]
+    assert (kernel.outvars[0].aval.shape == (2, 24, 5, width - 2)) == stored_first
+    assert ("transpose" not in after and "mul" not in after) == stored_first
+    with jax.default_matmul_precision("highest"):
+        _close(jax.jit(staged_runtime._with_kernels(program, 4))(x, w, b, c), program(x, w, b, c))
+
+
+def test_only_a_2d_convolutions_nhwc_to_nchw_transpose_joins_its_tail():
+    from maxkernel_tpu_offline.staged_epilogue import _epilogue_plan
+
+    def tails(program, *shapes):
+        closed = jax.make_jaxpr(program)(*[jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes])
+        return [[closed.jaxpr.eqns[j].primitive.name for j in tail] for _, tail, _ in _epilogue_plan(closed.jaxpr).values()]
+
+    def conv(x, w, spec=("NHWC", "HWIO", "NHWC")):
+        return lax.conv_general_dilated(x, w, (1,) * (x.ndim - 2), "VALID", dimension_numbers=spec)
+
+    assert tails(lambda x, w: jnp.transpose(conv(x, w) * 2, (0, 3, 1, 2)) + 1, (1, 6, 6, 16), (3, 3, 16, 8)) == [
+        ["mul", "transpose", "add"]]
+    assert tails(lambda x, w: jnp.transpose(conv(x, w) * 2, (0, 3, 2, 1)), (1, 6, 6, 16), (3, 3, 16, 8)) == [["mul"]]
+    assert tails(lambda x, w: jnp.transpose(conv(x, w, ("NDHWC", "DHWIO", "NDHWC")) * 2, (0, 4, 1, 2, 3)),
+                 (1, 5, 6, 6, 16), (3, 3, 3, 16, 8)) == [["mul"]]
+    # a bias along the rows after the transpose ends the tail there
+    assert tails(lambda x, w, r: jnp.transpose(conv(x, w), (0, 3, 1, 2)) + r, (1, 6, 6, 16), (3, 3, 16, 8),
+                 (1, 1, 4, 1)) == [["transpose"]]

@@ -53,6 +53,8 @@ class Matmul:
     out_dtype: str | None = None
     #: A convolution the runtime runs on its direct kernel: (N, padded spatial dims, C, window, O)
     direct: tuple[int, tuple[int, ...], int, tuple[int, ...], int] | None = None
+    #: ... storing its output channels first (NCHW), the transpose after it fused (staged_conv)
+    channels_first: bool = False
 
 
 @define
@@ -66,12 +68,15 @@ class StagedSpec:
         return max(self.matmuls, key=lambda mm: mm.b * mm.m * mm.n * mm.k * mm.repeat).dtype
 
 
-def _matmuls(jaxpr, repeat: int, out: list[Matmul]) -> None:
-    """Every matmul and convolution of ``jaxpr`` as the kernels will run it, loops' bodies per trip."""
+def _matmuls(jaxpr, repeat: int, out: list[Matmul], consts=()) -> None:
+    """Every matmul and convolution of ``jaxpr`` as the kernels will run it, loops' bodies per trip; calls are
+    inlined first, as the runtime inlines them, so the tails it fuses are the ones found here."""
     from jax.extend import core as jex_core
 
+    jaxpr, consts = _inlined(jaxpr, consts)
     repeats = staged_runtime._repeats(jaxpr)
-    for eqn in jaxpr.eqns:
+    firsts = _channels_first_convolutions(jaxpr)
+    for index, eqn in enumerate(jaxpr.eqns):
         name = eqn.primitive.name
         if name == "ragged_dot_general":
             raise Declined("ragged_dot_general (a grouped matmul whose group sizes are only known at run time) has "
@@ -79,14 +84,30 @@ def _matmuls(jaxpr, repeat: int, out: list[Matmul]) -> None:
         if name == "dot_general":
             out.append(_dot_matmul(eqn, repeat, staged_runtime._fold_of(eqn, repeats)))
         elif name == "conv_general_dilated":
-            out.append(_conv_matmul(eqn, repeat))
+            out.append(_conv_matmul(eqn, repeat, firsts.get(index)))
         length = int(eqn.params.get("length", 1)) if name == "scan" else 1
         for value in eqn.params.values():
             for item in value if isinstance(value, (tuple, list)) else (value,):
                 if isinstance(item, jex_core.ClosedJaxpr):
-                    _matmuls(item.jaxpr, repeat * length, out)
+                    _matmuls(item.jaxpr, repeat * length, out, item.consts)
                 elif isinstance(item, jex_core.Jaxpr):
                     _matmuls(item, repeat * length, out)
+
+
+def _inlined(jaxpr, consts):
+    """The jaxpr with its calls inlined (staged_epilogue._flattened), traced at its inputs' shapes."""
+    import jax
+
+    args = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in jaxpr.invars]
+    return staged_epilogue._flattened(jaxpr, list(consts), args)
+
+
+def _channels_first_convolutions(jaxpr) -> dict[int, str]:
+    """{index of a convolution: the dtype its tail ends in} for the convolutions whose fused tail transposes
+    their output to NCHW (staged_epilogue._channels_first)."""
+    return {i: str(jaxpr.eqns[tail[-1]].outvars[0].aval.dtype)
+            for i, tail, _ in staged_epilogue._epilogue_plan(jaxpr).values()
+            if any(jaxpr.eqns[j].primitive.name == "transpose" for j in tail)}
 
 
 def _dot_matmul(eqn, repeat: int, fold=None) -> Matmul:
@@ -127,9 +148,10 @@ def _direct_shape(eqn) -> tuple[int, tuple[int, ...], int, tuple[int, ...], int]
     return lhs.shape[lhs_spec[0]], spatial, c, window, rhs.shape[rhs_spec[0]]
 
 
-def _conv_matmul(eqn, repeat: int) -> Matmul:
-    """A convolution as the runtime runs it: on the direct kernel (taps accumulated from VMEM rows), else as the
-    im2col matmul: patches (positions x taps*channels) @ weights."""
+def _conv_matmul(eqn, repeat: int, tail_dtype: str | None = None) -> Matmul:
+    """A convolution as the runtime runs it: on the direct kernel (taps accumulated from VMEM rows, stored
+    channels first when its tail, ending in ``tail_dtype``, transposes it to NCHW and the kernel can), else as
+    the im2col matmul: patches (positions x taps*channels) @ weights."""
     if eqn.params.get("batch_group_count", 1) != 1:
         raise Declined("a convolution with batch_group_count > 1 (a weight gradient) has no im2col lowering")
     lhs, rhs = (v.aval for v in eqn.invars)
@@ -138,8 +160,11 @@ def _conv_matmul(eqn, repeat: int) -> Matmul:
     if direct is not None:
         n, spatial, c, window, o = direct
         positions = math.prod(s - k + 1 for s, k in zip(spatial, window, strict=True))
+        item = max(itemsize(str(lhs.dtype)), itemsize(str(rhs.dtype)))
+        first = tail_dtype is not None and staged_conv._channels_first_takes(spatial, c, window, o, item,
+                                                                              itemsize(tail_dtype))
         return Matmul(n, positions, o, math.prod(window) * c, str(lhs.dtype), repeat, "conv_general_dilated",
-                      str(res.dtype), direct=direct)
+                      tail_dtype if first else str(res.dtype), direct=direct, channels_first=first)
     _, rhs_spec, out_spec = eqn.params["dimension_numbers"]
     groups = eqn.params["feature_group_count"]
     taps = math.prod(rhs.shape[d] for d in rhs_spec[2:])
@@ -252,10 +277,14 @@ def _describe_direct(mm: Matmul, point: dict[str, int]) -> dict[str, Any]:
     planes, h, width, bh, row, k = g["planes"], spatial[-2], g["width"], g["rows"], g["row"], g["k"]
     oh, ow = g["oh"], g["ow"]
     op = functools.partial(_operand, mm)
+    transposed = []  # a channels-first store's f32 image of the output
     if planes == 1:
         grid = [n, oh // bh]
         images = [op("input", [n, h, width, c], [1, h, width, c], n - 1, [True, False])]
         out = op("output", [n, oh, ow, o], [1, bh, ow, o], n * (oh // bh) - 1, [True, True], mm.out_dtype or mm.dtype)
+        if mm.channels_first:
+            out = op("output", [n, o, oh, ow], [1, o, oh, ow], n - 1, [True, False], mm.out_dtype or mm.dtype)
+            transposed = [{"shape": [o, oh, row], "dtype": "float32", "itemsize": 4}]
     else:
         od = spatial[0] - planes + 1
         grid = [n, od, oh // bh]
@@ -268,7 +297,8 @@ def _describe_direct(mm: Matmul, point: dict[str, int]) -> dict[str, Any]:
             "vmem_limit_bytes": point.get("VMEM_LIMIT_BYTES"),
             "operands": [*images, op("input", [g["dots"], k, o], [g["dots"], k, o], 0, [False] * len(grid)), out],
             "scratch": [{"shape": [bh * row, o], "dtype": "float32", "itemsize": 4},  # the product
-                        {"shape": [bh * row, k], "dtype": mm.dtype, "itemsize": itemsize(mm.dtype)}],  # the patch
+                        {"shape": [bh * row, k], "dtype": mm.dtype, "itemsize": itemsize(mm.dtype)},  # the patch
+                        *transposed],
             "body": {"dots": [{"m": bh * row, "n": o, "k": k, "batch": 1, "dtype": mm.dtype, "count": g["dots"]}],
                      "elementwise": bh * row * o * g["dots"], "transcendental": 0},
             "repeat": mm.repeat}

@@ -2,7 +2,9 @@
 
 A stride-1 2-D or 3-D convolution with at least 16 channels runs on the direct
 kernel (the taps' input rows side by side in VMEM, one MXU product per column
-tap or for all taps; no patches in HBM). Every other convolution becomes im2col
+tap or for all taps; no patches in HBM). A 2-D one whose NHWC output the
+reference transposes to NCHW has the transpose in its tail: the direct kernel
+stores its tiles channels first, and XLA makes no transposing copy. Every other convolution becomes im2col
 patches (strided slices concatenated along the channels: data movement, no
 arithmetic) and the matmul kernel, one matmul per feature group; a transposed
 convolution (input dilation) runs as one dense convolution per output residue
@@ -47,9 +49,12 @@ def _conv_on_kernel(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dila
         x = lax.pad(x, zero, [(0, 0, 0), *[(lo, hi, d - 1) for (lo, hi), d in zip(padding, lhs_dilation, strict=False)], (0, 0, 0)])
         plain = all(s == 1 for s in window_strides) and all(r == 1 for r in rhs_dilation) and feature_group_count == 1
         if plain and _direct_conv_fits(x, w):
-            out = _direct_conv(x, w, out_dtype, tail)
+            if tail and tail.channels_first and not _channels_first_fits(x, w, out_dtype):
+                fused = None
+            out = _direct_conv(x, w, out_dtype if fused else kernel_dtype, fused)
         else:
-            fused = tail if feature_group_count == 1 else None
+            # im2col's matmul stores (positions, O) tiles: a channels-first tail runs after it, in XLA
+            fused = tail if feature_group_count == 1 and not (tail and tail.channels_first) else None
             out = _im2col_conv(x, w, window_strides, rhs_dilation, feature_group_count,
                                out_dtype if fused else kernel_dtype, fused)
     if tail and not fused:
@@ -79,6 +84,30 @@ def _direct_conv_takes(spatial, c, window, item):
     asks this too, with the shapes it reads from the jaxpr.)"""
     planes, (_, width, _) = (window[0] if len(window) == 3 else 1), _direct_read(spatial[-1], window[-1])
     return c >= 16 and planes * spatial[-2] * _sublane_width(width) * -(-c // 128) * 128 * item <= DIRECT_IMAGE_BYTES
+
+
+#: A direct convolution storing channels first keeps each image's output whole in VMEM: an f32 scratch it fills
+#: row block by row block and the output block (double-buffered); at most this many bytes of them.
+CHANNELS_FIRST_BYTES = 24 << 20
+
+
+def _channels_first_fits(x, w, out_dtype):
+    """Whether the direct kernel can store this convolution's output channels first (NCHW)."""
+    return _channels_first_takes(x.shape[1:-1], x.shape[-1], w.shape[:-2], w.shape[-1], x.dtype.itemsize,
+                                 jnp.dtype(out_dtype).itemsize)
+
+
+def _channels_first_takes(spatial, c, window, o, item, out_item):
+    """A 2-D convolution whose output rows are at most one lane tile wide (128 columns computed per row: Mosaic
+    stores a row block's transposed tile at any row offset only then), and whose scratch and output block fit.
+    (The planner asks this too.)"""
+    if len(window) != 2:
+        return False
+    g = _direct_geometry(spatial, c, window, o, item)
+    sub = lambda n, tile: -(-n // tile) * tile  # noqa: E731
+    scratch = o * sub(g["oh"], 8) * 128 * 4
+    block = o * sub(g["oh"], 32 // out_item) * sub(g["ow"], 128) * out_item
+    return g["row"] <= 128 and scratch + 2 * block <= CHANNELS_FIRST_BYTES
 
 
 def _sublane_width(width):
@@ -114,12 +143,17 @@ def _direct_geometry(spatial, c, window, o, item):
             "k": k, "dots": kw if shifted else 1}
 
 
-def _direct_conv_kernel(*refs, planes, bh, ow, row, window, shifted, tail):
+def _direct_conv_kernel(*refs, planes, bh, ow, row, window, shifted, tail, channels_first=False):
     """One block of output rows. The input rows each tap reads sit side by side along the lanes (a patch of
     (rows, taps x C), built in VMEM) and go through the MXU at once; with ``shifted``, the column taps are
-    separate products, each rotated j columns (a sublane rotate) onto the output columns they belong to."""
-    x_refs, (w_ref, *side_refs, out_ref) = refs[:planes], refs[planes:]
-    r = pl.program_id(len(window) - 1)  # the row-block axis is the grid's last: (image, [plane,] rows)
+    separate products, each rotated j columns (a sublane rotate) onto the output columns they belong to.
+    ``channels_first``: the tail transposes each row block's tile to (C, rows, columns) into an f32 scratch
+    holding the image's output, stored (NCHW) after its last row block."""
+    x_refs, rest = refs[:planes], refs[planes:]
+    *rest, scratch = rest if channels_first else (*rest, None)
+    w_ref, *side_refs, out_ref = rest
+    axis = len(window) - 1  # the row-block axis is the grid's last: (image, [plane,] rows)
+    r = pl.program_id(axis)
     kh, kw = window[-2:]
     c = x_refs[0].shape[-1]
     columns = [None] if shifted else range(kw)
@@ -131,14 +165,29 @@ def _direct_conv_kernel(*refs, planes, bh, ow, row, window, shifted, tail):
         z = jnp.dot(patch, w_ref[j], preferred_element_type=jnp.float32).reshape(bh, row, w_ref.shape[-1])
         z = pltpu.roll(z, row - j, 1) if j else z  # column t + j lands on column t
         acc = z if acc is None else acc + z
-    out_ref[0] = _finish(acc[:, :ow, :], [s[...] for s in side_refs], tail).astype(out_ref.dtype)
+    sides = [s[...] for s in side_refs]
+    if not channels_first:
+        out_ref[0] = _finish(acc[:, :ow, :], sides, tail).astype(out_ref.dtype)
+        return
+
+    def to_channels_first(tile):  # (rows, columns, C) -> (C, rows, columns), transposed in f32
+        o = tile.shape[-1]
+        return tile.astype(jnp.float32).reshape(bh * row, o).T.reshape(o, bh, row).astype(tile.dtype)
+
+    value = tail.fn(acc.astype(tail.dot_dtype), sides, channels_first=to_channels_first)
+    scratch[:, pl.ds(r * bh, bh), :] = value.astype(jnp.float32)
+
+    @pl.when(r == pl.num_programs(axis) - 1)
+    def _store():
+        out_ref[0] = scratch[:, :, :ow].astype(out_ref.dtype)
 
 
 def _direct_conv(x, w, out_dtype, tail=None):
     """VALID stride-1 convolution of a padded (N, [D,] H, W, C) input with ([KD,] KH, KW, C, O) weights: grid
     (image, [output plane,] block of output rows). A 2-D image stays in VMEM across its row blocks; a 3-D
     input comes as the KD planes an output plane reads (one operand per depth tap, indexed d + dz); the
-    weights, as (products, taps x C, O), stay across the whole grid."""
+    weights, as (products, taps x C, O), stay across the whole grid. A channels-first tail makes the output
+    (N, O, OH, OW), one block per image."""
     n, *spatial, c = x.shape
     *window, _, o = w.shape
     g = _direct_geometry(spatial, c, window, o, x.dtype.itemsize)
@@ -148,25 +197,29 @@ def _direct_conv(x, w, out_dtype, tail=None):
     w = w.reshape(planes, window[-2], window[-1], c, o)
     w = (jnp.transpose(w, (2, 0, 1, 3, 4)) if g["shifted"] else w[None]).reshape(g["dots"], g["k"], o)
     sides = list(tail.sides) if tail else []
-    fixed = lambda *grid: (0, 0)  # noqa: E731
+    channels_first = bool(tail and tail.channels_first)
+    scratch = [pltpu.VMEM((o, oh, g["row"]), jnp.float32)] if channels_first else []
     if planes == 1:
-        grid, out_shape = (n, oh // bh), (n, oh, ow, o)
+        grid = (n, oh // bh)
         x_specs = [pl.BlockSpec((1, h, width, c), lambda b, r: (b, 0, 0, 0))]
-        out_spec = pl.BlockSpec((1, bh, ow, o), lambda b, r: (b, r, 0, 0))
+        out_shape, out_spec = (n, oh, ow, o), pl.BlockSpec((1, bh, ow, o), lambda b, r: (b, r, 0, 0))
+        if channels_first:
+            out_shape, out_spec = (n, o, oh, ow), pl.BlockSpec((1, o, oh, ow), lambda b, r: (b, 0, 0, 0))
     else:
         od = spatial[0] - planes + 1
         grid, out_shape = (n, od, oh // bh), (n, od, oh, ow, o)
         x_specs = [pl.BlockSpec((1, pl.Squeezed(), h, width, c), lambda b, d, r, dz=dz: (b, d + dz, 0, 0, 0))
                    for dz in range(planes)]
         out_spec = pl.BlockSpec((1, pl.Squeezed(), bh, ow, o), lambda b, d, r: (b, d, r, 0, 0))
+    side_specs = [pl.BlockSpec(s.shape, lambda *grid, rank=s.ndim: (0,) * rank) for s in sides]  # (1, O) or (O, 1, 1)
     return pl.pallas_call(
         functools.partial(_direct_conv_kernel, planes=planes, bh=bh, ow=ow, row=g["row"], window=tuple(window),
-                          shifted=g["shifted"], tail=tail and tail.in_kernel()),
+                          shifted=g["shifted"], tail=tail and tail.in_kernel(), channels_first=channels_first),
         out_shape=jax.ShapeDtypeStruct(out_shape, out_dtype),
         grid=grid,
-        in_specs=[*x_specs, pl.BlockSpec(w.shape, lambda *grid: (0, 0, 0)),
-                  *[pl.BlockSpec((1, o), fixed) for _ in sides]],
+        in_specs=[*x_specs, pl.BlockSpec(w.shape, lambda *grid: (0, 0, 0)), *side_specs],
         out_specs=out_spec,
+        scratch_shapes=scratch,
         compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",) * (len(grid) - 1) + ("arbitrary",),
                                              vmem_limit_bytes=VMEM_LIMIT_BYTES),
     )(*[x] * planes, w, *sides)

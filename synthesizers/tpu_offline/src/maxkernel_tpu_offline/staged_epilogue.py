@@ -109,20 +109,27 @@ def _epilogue_plan(jaxpr, taken=frozenset()):
 
 def _grow_tail(jaxpr, i, producer, claimed):
     """The equations after equation i that are elementwise on its output's shape and read, besides the output
-    and each other's results, only side operands that do not depend on the output."""
+    and each other's results, only side operands that do not depend on the output; for a 2-D convolution
+    whose output is NHWC, also the transpose to NCHW (``_channels_first``) and the elementwise equations on
+    its result, whose side operands vary along the channels alone ("channel" form)."""
     eqn = jaxpr.eqns[i]
-    shape = eqn.outvars[0].aval.shape
+    shape, lanes = eqn.outvars[0].aval.shape, None  # lanes: the channel dim once transposed, else the kernel's
     inside, tail, sides, downstream = {eqn.outvars[0]}, [], {}, {eqn.outvars[0]}
     for j in range(i + 1, len(jaxpr.eqns)):
         e = jaxpr.eqns[j]
         reads = [v for v in e.invars if not _is_literal(v)]
         if not any(v in downstream for v in reads):
             continue
+        if lanes is None and _channels_first(eqn, e) and reads[0] in inside and j not in claimed:
+            shape, lanes, inside = e.outvars[0].aval.shape, (1,), {e.outvars[0]}  # earlier values: not read
+            downstream.update(e.outvars)
+            tail.append(j)
+            continue
         ok = (e.primitive.name in _TAIL_PRIMS and len(e.outvars) == 1 and e.outvars[0].aval.shape == shape
               and any(v in inside for v in reads) and j not in claimed)
         for v in reads:
             if ok and v not in inside:
-                form = None if v in downstream else _side_form(jaxpr, eqn, v, producer)
+                form = None if v in downstream else _side_form(jaxpr, eqn, v, producer, lanes, shape)
                 ok = form is not None
                 sides[v] = form
         downstream.update(e.outvars)
@@ -130,6 +137,15 @@ def _grow_tail(jaxpr, i, producer, claimed):
             inside.add(e.outvars[0])
             tail.append(j)
     return tail, sides
+
+
+def _channels_first(kernel, eqn):
+    """Whether ``eqn`` transposes the NHWC output of a 2-D convolution ``kernel`` to NCHW: the direct kernel
+    then stores its tiles channels first (staged_conv._direct_conv), where XLA would make a transposing copy."""
+    if kernel.primitive.name != "conv_general_dilated" or eqn.primitive.name != "transpose":
+        return False
+    return (len(kernel.outvars[0].aval.shape) == 4 and tuple(kernel.params["dimension_numbers"].out_spec) == (0, 3, 1, 2)
+            and tuple(eqn.params["permutation"]) == (0, 3, 1, 2))
 
 
 def _single_exit(jaxpr, i, tail, uses, outputs):
@@ -160,13 +176,15 @@ def _lane_dims(eqn):
     return tuple(range(rank - free, rank))
 
 
-def _side_form(jaxpr, eqn, v, producer):
+def _side_form(jaxpr, eqn, v, producer, lanes=None, shape=None):
     """How a side operand reaches the kernel: ("lane", source, broadcast dims) for (a broadcast of) something
-    that varies along the lane dims only; ("full", None, ()) for a matmul's operand of the output's shape that
-    is in HBM anyway (an input of the jaxpr or another kernel's output); else None, which ends the tail: a
-    broadcast along the rows or a value XLA computes would have to be written to HBM for the kernel, where
-    XLA's own fusion reads only its sources (16p ran out of HBM when they were)."""
-    lanes, shape = _lane_dims(eqn), eqn.outvars[0].aval.shape
+    that varies along the lane dims only (after a channels-first transpose, "channel": along dim 1 only);
+    ("full", None, ()) for a matmul's operand of the output's shape that is in HBM anyway (an input of the
+    jaxpr or another kernel's output); else None, which ends the tail: a broadcast along the rows or a value
+    XLA computes would have to be written to HBM for the kernel, where XLA's own fusion reads only its
+    sources (16p ran out of HBM when they were)."""
+    form = "lane" if lanes is None else "channel"
+    lanes, shape = lanes or _lane_dims(eqn), shape or eqn.outvars[0].aval.shape
     source = jaxpr.eqns[producer[v]] if v in producer else None
     if source is not None and source.primitive.name == "broadcast_in_dim":
         operand, dims = source.invars[0], tuple(source.params["broadcast_dimensions"])
@@ -177,7 +195,7 @@ def _side_form(jaxpr, eqn, v, producer):
     else:
         return None
     if all(size == 1 or d in lanes for size, d in zip(operand.aval.shape, dims, strict=True)):
-        return ("lane", operand, dims)
+        return (form, operand, dims)
     return None
 
 
@@ -189,22 +207,36 @@ def _lane_vector(value, dims, eqn):
     return lax.broadcast_in_dim(jnp.asarray(value), target, dims).reshape(1, -1)
 
 
+def _channel_vector(value, dims, eqn):
+    """A side operand after the channels-first transpose as a (C, 1, 1) column: it broadcasts over an NCHW
+    output's (C, H, W) and over the direct kernel's channels-first tile alike."""
+    channels = eqn.outvars[0].aval.shape[3]  # the convolution's NHWC output: C last
+    return lax.broadcast_in_dim(jnp.asarray(value), (1, channels, 1, 1), dims).reshape(channels, 1, 1)
+
+
 def _tail_function(jaxpr, i, tail, side_vars):
-    """fn(output tile, side tiles in the order of side_vars) -> the tail's last value on that tile."""
+    """fn(output tile, side tiles in the order of side_vars, channels_first=None) -> the tail's last value on
+    that tile. A channels-first transpose in the tail is bound as the reference bound it on a whole output, or
+    applied as ``channels_first(tile)`` on a kernel's tile."""
     eqns = [jaxpr.eqns[j] for j in tail]
     start = jaxpr.eqns[i].outvars[0]
 
-    def run(value, side_tiles):
+    def run(value, side_tiles, channels_first=None):
         env = {start: value}
         env.update(zip(side_vars, side_tiles, strict=True))
+        last = value
 
         def read(v):
             x = v.val if _is_literal(v) else env[v]
-            return jnp.broadcast_to(jnp.asarray(x, v.aval.dtype), value.shape)
+            return jnp.broadcast_to(jnp.asarray(x, v.aval.dtype), last.shape)
 
         for e in eqns:
-            env[e.outvars[0]] = _bind_elementwise(e, [read(v) for v in e.invars])
-        return env[eqns[-1].outvars[0]]
+            if e.primitive.name == "transpose" and channels_first is not None:
+                last = channels_first(env[e.invars[0]])
+            else:
+                last = _bind_elementwise(e, [read(v) for v in e.invars])
+            env[e.outvars[0]] = last
+        return last
 
     return run
 

@@ -48,6 +48,8 @@ class _Tail(typing.NamedTuple):
     forms: typing.Any
     sides: typing.Any
     dot_dtype: typing.Any
+    #: The tail transposes a convolution's NHWC output to NCHW (staged_epilogue._channels_first).
+    channels_first: bool = False
 
     def in_kernel(self):
         return self._replace(forms=None, sides=None)
