@@ -41,3 +41,31 @@ def test_no_compiled_program_means_no_estimate():
     ref = ReferenceData([], (), {}, None, [], [], [], "cpu",
                         xla={"ok": True, "chip": CHIP, "cost": {}, "program": {"error": "x"}}, judge_platform=TPU)
     assert ref.xla_seconds is None
+
+
+def test_programs_are_compiled_with_the_layouts_a_device_gives_their_arguments_and_results():
+    """Arguments arrive, and results leave, row-major on a device, so a transpose at either end of a program is a
+    copy there; a deviceless compile left to choose the entry layouts made 18k's NCHW output transpose free
+    (its reference estimate 1.09 ms, 1.88 ms with the copy; JAXBench measured 1.77 ms on a v6e)."""
+    import re
+
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+    from jax.sharding import SingleDeviceSharding
+
+    from maxkernel_tpu_pallas.judge.compile import device_jit, target_device
+
+    def program(x, w):  # 18k's shape of program: NCHW in and out, the convolution in NHWC
+        y = lax.conv_general_dilated(jnp.transpose(x, (0, 2, 3, 1)), jnp.transpose(w, (2, 3, 1, 0)), (1, 1), "VALID",
+                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return jnp.transpose(y, (0, 3, 1, 2))
+
+    device = target_device("v6e")
+    sharding = SingleDeviceSharding(device)
+    args = [jax.ShapeDtypeStruct(s, jnp.bfloat16, sharding=sharding) for s in ((8, 64, 66, 66), (128, 64, 3, 3))]
+    with jax.default_device(device):
+        text = device_jit(program, args, sharding).lower(*args).compile().as_text()
+    entry = text.split("entry_computation_layout=", 1)[1].split("allow_spmd", 1)[0]
+    layouts = [[int(d) for d in m.split(",")] for m in re.findall(r"\w\[[\d,]+\]\{([\d,]+)", entry)]
+    assert len(layouts) == 3 and all(m == sorted(m, reverse=True) for m in layouts), entry

@@ -43,12 +43,13 @@ def compiled_program(fn, shapes, target: str) -> tuple[str, dict[str, float]]:
     import jax
     from jax.sharding import SingleDeviceSharding
 
-    from ...judge.compile import target_device
+    from ...judge.compile import device_jit, target_device
 
     device = target_device(target)
-    args = [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=SingleDeviceSharding(device)) for s in shapes]
+    sharding = SingleDeviceSharding(device)
+    args = [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding) for s in shapes]
     with jax.default_device(device):
-        compiled = jax.jit(fn).lower(*args).compile()
+        compiled = device_jit(fn, args, sharding).lower(*args).compile()
     cost = compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, (list, tuple)) and cost else cost
     return compiled.as_text(), {k: float(v) for k, v in (cost or {}).items() if isinstance(v, (int, float))}
