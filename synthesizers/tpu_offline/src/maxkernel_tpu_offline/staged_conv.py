@@ -31,37 +31,40 @@ PATCH_BYTES = 4 << 30
 def _conv_on_kernel(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
                     feature_group_count, out_dtype, tail=None):
     """A convolution in any layout, on the matmul kernel: brought to (N, spatial..., C) x (window..., C/G, O).
-    A tail (whose side operands are (1, O) lane vectors) is fused into the direct kernel and the one-group
-    im2col matmul, and applied after the others."""
+    A tail (whose side operands are (1, O) lane vectors, and (O, 1, 1) columns after a channels-first
+    transpose) is fused into the direct kernel and the one-group im2col matmul, and applied after the others."""
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     nsp = len(lhs_spec) - 2
     x = jnp.transpose(lhs, (lhs_spec[0], *lhs_spec[2:], lhs_spec[1]))
     w = jnp.transpose(rhs, (*rhs_spec[2:], rhs_spec[1], rhs_spec[0]))
     dtype = jnp.promote_types(x.dtype, w.dtype)
     x, w = x.astype(dtype), w.astype(dtype)
-    fused = tail
     kernel_dtype = tail.dot_dtype if tail else out_dtype  # what the kernels write when the tail runs after them
     if any(d > 1 for d in lhs_dilation) and all(s == 1 for s in window_strides) and all(r == 1 for r in rhs_dilation):
-        fused = None
-        out = _transposed_conv(x, w, padding, lhs_dilation, feature_group_count, kernel_dtype)
+        fused, out = None, _transposed_conv(x, w, padding, lhs_dilation, feature_group_count, kernel_dtype)
     else:
         zero = jnp.zeros((), x.dtype)  # dilation (of a transposed convolution) is interior padding
         x = lax.pad(x, zero, [(0, 0, 0), *[(lo, hi, d - 1) for (lo, hi), d in zip(padding, lhs_dilation, strict=False)], (0, 0, 0)])
-        plain = all(s == 1 for s in window_strides) and all(r == 1 for r in rhs_dilation) and feature_group_count == 1
-        if plain and _direct_conv_fits(x, w):
-            if tail and tail.channels_first and not _channels_first_fits(x, w, out_dtype):
-                fused = None
-            out = _direct_conv(x, w, out_dtype if fused else kernel_dtype, fused)
-        else:
-            # im2col's matmul stores (positions, O) tiles: a channels-first tail runs after it, in XLA
-            fused = tail if feature_group_count == 1 and not (tail and tail.channels_first) else None
-            out = _im2col_conv(x, w, window_strides, rhs_dilation, feature_group_count,
-                               out_dtype if fused else kernel_dtype, fused)
+        fused, out = _dense_conv(x, w, window_strides, rhs_dilation, feature_group_count, out_dtype, tail)
     if tail and not fused:
         out = _finish(out, tail.sides, tail).astype(out_dtype)
     # out_spec says where batch, feature and each spatial dim sit in the result.
     order = [0, nsp + 1, *range(1, nsp + 1)]
     return jnp.transpose(out, [order[list(out_spec).index(d)] for d in range(nsp + 2)])
+
+
+def _dense_conv(x, w, strides, rhs_dilation, groups, out_dtype, tail):
+    """(the tail fused into the kernel or None, the output) of a VALID convolution of a padded input: on the
+    direct kernel where it takes it, else im2col. im2col's matmul stores (positions, O) tiles, so a
+    channels-first tail runs after it, as it does after a direct kernel that cannot store channels first."""
+    kernel_dtype = tail.dot_dtype if tail else out_dtype
+    plain = all(s == 1 for s in strides) and all(r == 1 for r in rhs_dilation) and groups == 1
+    first = bool(tail and tail.channels_first)
+    if plain and _direct_conv_fits(x, w):
+        fused = tail if not first or _channels_first_fits(x, w, out_dtype) else None
+        return fused, _direct_conv(x, w, out_dtype if fused else kernel_dtype, fused)
+    fused = tail if groups == 1 and not first else None
+    return fused, _im2col_conv(x, w, strides, rhs_dilation, groups, out_dtype if fused else kernel_dtype, fused)
 
 
 #: A direct convolution keeps its input planes whole in VMEM, double-buffered: at most this many bytes of them.
