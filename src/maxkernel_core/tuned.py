@@ -59,7 +59,9 @@ def start_from_table(session):
 
 
 def keep_best(session, result) -> bool:
-    """Offer the run's verified best kernel to the table (the faster entry stays); whether it was kept."""
+    """Offer the run's verified best kernel to the table (the faster entry stays); whether it was kept. The
+    table's own kernel, just judged again, replaces its entry whatever its speed: its figure is the current
+    judge's (a changed cost model would otherwise leave the entry's old estimate standing, or beat it)."""
     if session.config.tuned == "off" or result.best is None or not result.best.evaluation.ok:
         return False
     key = session.tuning_key()
@@ -72,4 +74,4 @@ def keep_best(session, result) -> bool:
                         estimated=profile.estimated if profile else True,
                         speedup=profile.speedup if profile else None, run_id=result.run_id,
                         candidate_id=best.candidate.id, strategy=session.config.strategy)
-    return session.store.keep_tuned(entry)
+    return session.store.keep_tuned(entry, replace=best.candidate.provenance.role == TUNED_ROLE)

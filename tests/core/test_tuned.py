@@ -98,3 +98,16 @@ def test_export_import_and_check_through_the_cli(tmp_path):
     (tmp_path / "bad.json").write_text("{}")
     bad = run_cli("tuned", "import", str(tmp_path / "bad.json"), env=other)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "tuned export" in bad.stderr
+
+
+def test_a_confirmed_entry_takes_the_figure_its_kernel_is_judged_at_now(parts):
+    """The table's kernel judged again (after a cost-model change, say) replaces its entry's figure even when
+    the old figure was faster: the two were not made by the same judge."""
+    pm, agents, store, backend, task = parts
+    key = backend.tuning_key(task, target="v5e")
+    searched(parts, GOOD, ok(1e-6))
+    repeat = RunSession(pm, store, task, RunConfig(task.id), backend)
+    backend.enqueue(ok(2e-6))
+    result = start_from_table(repeat)
+    assert result.status == "ok" and keep_best(repeat, result)
+    assert store.tuned(key).seconds == 2e-6 and store.tuned(key).run_id == result.run_id
