@@ -107,7 +107,7 @@ def _channels_first_convolutions(jaxpr) -> dict[int, str]:
     their output to NCHW (staged_epilogue._channels_first)."""
     return {i: str(jaxpr.eqns[tail[-1]].outvars[0].aval.dtype)
             for i, tail, _ in staged_epilogue._epilogue_plan(jaxpr).values()
-            if any(jaxpr.eqns[j].primitive.name == "transpose" for j in tail)}
+            if staged_epilogue._transposes(jaxpr, tail)}
 
 
 def _dot_matmul(eqn, repeat: int, fold=None) -> Matmul:

@@ -146,12 +146,13 @@ def _direct_geometry(spatial, c, window, o, item):
             "k": k, "dots": kw if shifted else 1}
 
 
-def _direct_conv_kernel(*refs, planes, bh, ow, row, window, shifted, tail, channels_first=False):
+def _direct_conv_kernel(*refs, planes, bh, ow, row, window, shifted, tail):
     """One block of output rows. The input rows each tap reads sit side by side along the lanes (a patch of
     (rows, taps x C), built in VMEM) and go through the MXU at once; with ``shifted``, the column taps are
     separate products, each rotated j columns (a sublane rotate) onto the output columns they belong to.
-    ``channels_first``: the tail transposes each row block's tile to (C, rows, columns) into an f32 scratch
-    holding the image's output, stored (NCHW) after its last row block."""
+    A channels-first tail transposes each row block's tile to (C, rows, columns) into an f32 scratch holding
+    the image's output, stored (NCHW) after its last row block."""
+    channels_first = bool(tail and tail.channels_first)
     x_refs, rest = refs[:planes], refs[planes:]
     *rest, scratch = rest if channels_first else (*rest, None)
     w_ref, *side_refs, out_ref = rest
@@ -217,7 +218,7 @@ def _direct_conv(x, w, out_dtype, tail=None):
     side_specs = [pl.BlockSpec(s.shape, lambda *grid, rank=s.ndim: (0,) * rank) for s in sides]  # (1, O) or (O, 1, 1)
     return pl.pallas_call(
         functools.partial(_direct_conv_kernel, planes=planes, bh=bh, ow=ow, row=g["row"], window=tuple(window),
-                          shifted=g["shifted"], tail=tail and tail.in_kernel(), channels_first=channels_first),
+                          shifted=g["shifted"], tail=tail and tail.in_kernel()),
         out_shape=jax.ShapeDtypeStruct(out_shape, out_dtype),
         grid=grid,
         in_specs=[*x_specs, pl.BlockSpec(w.shape, lambda *grid: (0, 0, 0)), *side_specs],

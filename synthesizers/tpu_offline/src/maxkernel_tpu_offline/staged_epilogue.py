@@ -148,6 +148,11 @@ def _channels_first(kernel, eqn):
             and tuple(eqn.params["permutation"]) == (0, 3, 1, 2))
 
 
+def _transposes(jaxpr, tail):
+    """Whether a tail holds the channels-first transpose (the only transpose ``_grow_tail`` takes in)."""
+    return any(jaxpr.eqns[j].primitive.name == "transpose" for j in tail)
+
+
 def _single_exit(jaxpr, i, tail, uses, outputs):
     """The longest prefix of the tail whose values are needed outside it only through its last result, and
     whose result is no wider than the kernel's own output: a widening convert at the end (jnp.sum's upcast of

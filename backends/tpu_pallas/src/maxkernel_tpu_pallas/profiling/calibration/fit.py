@@ -116,9 +116,8 @@ def fit(points: list[dict[str, Any]], chips: dict[str, dict[str, Any]], base: Mo
         # The model is a max over units, so the squares have corners and local minima: from the given values
         # and from the middle of the bounds, the lower end kept (a start-dependent fit moved with the start).
         for x_start in (x0, [(lo + hi) / 2 for lo, hi in zip(lows, highs, strict=True)]) if x0 else ([],):
-            solved = least_squares(lambda x, s=start: _residuals(points, chips, s, names, nuisance_names, x),
-                                   x_start, bounds=(lows, highs), diff_step=1e-3, max_nfev=400) if x_start else None
-            x = solved.x if solved is not None else np.array([])
+            x = least_squares(lambda x, s=start: _residuals(points, chips, s, names, nuisance_names, x), x_start,
+                              bounds=(lows, highs), diff_step=1e-3, max_nfev=400).x if x_start else np.array([])
             cost = float(np.sum(_residuals(points, chips, start, names, nuisance_names, x) ** 2))
             if best is None or cost < best[0]:
                 best = (cost, start, x, dict(zip(choices, combo, strict=True)))
