@@ -107,3 +107,23 @@ def test_the_proof_allows_the_references_unowned_dots_and_nothing_in_their_place
     twice = {**as_written, "glue_flops": 2 * DOT, "glue_elementwise": 0,
              "glue_dots": [{"shape": "1x256x128x128", "flops": DOT, "times": 1}] * 2}
     assert not verdict(twice, reference)[0]
+
+
+def test_a_static_loop_inside_a_mosaic_kernel_counts_its_trips():
+    """A kernel's serialized ops carry their dialect's prefix (``stable_mosaic.arith.constant``): its loop's
+    bounds are still constants, so the TPU program's kernel does 5 products, as its interpret twin does, not
+    the worst case charged to a loop of unknown trips."""
+    from jax.experimental import pallas as pl
+
+    def kernel(x_ref, w_ref, o_ref):
+        o_ref[...] = jax.lax.fori_loop(0, 5, lambda i, a: a + jnp.dot(x_ref[...], w_ref[...]),
+                                       jnp.zeros((128, 128), jnp.float32))
+
+    def computation(x, w):
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((128, 128), jnp.float32))(x, w)
+
+    closed = jax.make_jaxpr(computation)(X, W)
+    tpu = program_work(export.deserialize(bytearray(TPU.export(closed, "v5e"))).mlir_module(), platform=TPU)
+    cpu = program_work(export.deserialize(bytearray(program.export_cpu_interpret(closed))).mlir_module(), platform=TPU)
+    assert tpu["kernel_flops"] == cpu["kernel_flops"] == 5 * DOT
+    assert mirrors(cpu, tpu) is None

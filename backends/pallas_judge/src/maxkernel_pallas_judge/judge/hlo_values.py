@@ -71,7 +71,7 @@ def constant_int(value: ir.Value, depth: int = 0, loop: tuple | None = None) -> 
             return constant_int(loop[2].operands[arg.arg_number], depth + 1)
         return None
     op = _op(value)
-    name = op.name
+    name = op.name.removeprefix("stable_mosaic.")  # a Mosaic kernel's serialized ops carry its dialect's prefix
     if name in ("stablehlo.constant", "arith.constant"):
         return _dense_int(op.attributes["value"])
     if name in _PASS:
