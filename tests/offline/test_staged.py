@@ -14,7 +14,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 from maxkernel_core import EvalStatus, Plan
 
-from maxkernel_tpu_offline import staged_attention, staged_conv, staged_matmul, staged_runtime
+from maxkernel_tpu_offline import staged_attention, staged_conv, staged_matmul, staged_planar, staged_runtime
 from maxkernel_tpu_offline.ir import Declined
 from maxkernel_tpu_offline.synthesis import OfflineDeclined
 from maxkernel_tpu_offline.staged import analyse_staged
@@ -40,7 +40,7 @@ def _interpret(patch):
         def pallas_call(self, *args, **kwargs):
             return pl.pallas_call(*args, interpret=True, **kwargs)
 
-    for module in (staged_matmul, staged_conv, staged_attention):
+    for module in (staged_matmul, staged_conv, staged_planar, staged_attention):
         patch.setattr(module, "pl", _Pallas())
     patch.setattr(staged_matmul, "BLOCK_M", 16)
     patch.setattr(staged_matmul, "BLOCK_K", 128)
@@ -111,14 +111,61 @@ def test_direct_convolutions_are_exact_and_never_build_patches(interpret, monkey
     _check_conv(lhs, rhs, kwargs, seed=1)
 
 
-def test_few_channels_or_a_huge_image_go_through_im2col():
+def test_few_channels_go_to_their_own_kernel_and_a_huge_image_through_im2col():
     def fits(shape, window=(3, 3), dtype=jnp.bfloat16):
         return staged_conv._direct_conv_takes(shape[1:-1], shape[-1], window, jnp.dtype(dtype).itemsize)
+
+    def few(shape, window=(3, 3), o=64, out=jnp.bfloat16):
+        return staged_planar._planar_conv_takes(shape[1:-1], shape[-1], window, o, 2, jnp.dtype(out).itemsize)
 
     assert fits((128, 130, 130, 64)) and not fits((128, 258, 258, 8))  # JaxBench 18k and 39k
     assert not fits((1, 1024, 1024, 128))  # 256 MiB of image: over the VMEM budget
     assert fits((16, 34, 66, 66, 32), (3, 3, 3))  # JaxBench 33k: three 66 x 80 x 128-lane planes
     assert not fits((128, 26, 34, 34, 3), (3, 3, 3))  # 25k: 3 channels
+    assert few((128, 256, 256, 8)) and few((128, 128, 128, 8))  # 39k, 46k: 8 channels
+    assert not few((128, 130, 130, 64)) and not few((128, 26, 34, 34, 3), (3, 3, 3))  # 18k (direct), 25k (3-D)
+    assert not few((128, 256, 256, 8), out=jnp.float32)  # an f32 output of 2 x 16 MiB: over its budget
+    assert not few((1, 30, 30, 3), (11, 3))  # a window over 9 rows: a row group would read past two tiles
+
+
+FEW = [  # 2-D stride-1 convolutions with fewer than 16 channels
+    ((2, 8, 20, 19), (16, 8, 3, 3), "VALID", ("NCHW", "OIHW", "NCHW")),  # 18 rows: two groups and a tail of 2
+    ((3, 10, 12, 3), (5, 3, 3, 24), "SAME", ("NHWC", "HWIO", "NHWC")),  # 3 channels (padded to 8), padded
+    ((1, 9, 40, 130), (1, 9, 5, 2), ((1, 1), (0, 1)), ("NCHW", "OIHW", "NHWC")),  # a 5-row window, 2 lane tiles
+]
+
+
+@pytest.mark.parametrize("lhs, rhs, padding, spec", FEW, ids=["nchw-valid", "nhwc-same-3-channels", "tall-window"])
+def test_few_channel_convolutions_are_exact_on_their_kernel(interpret, monkeypatch, lhs, rhs, padding, spec):
+    def no_patches(*args, **kwargs):
+        raise AssertionError("im2col was used for a convolution the few-channel kernel takes")
+
+    monkeypatch.setattr(staged_conv, "_im2col_conv", no_patches)
+    _check_conv(lhs, rhs, dict(window_strides=(1, 1), padding=padding, dimension_numbers=spec), seed=2)
+
+
+def test_the_few_channel_kernel_takes_nchw_data_and_its_tail_as_the_reference_writes_them(interpret):
+    """39k's and 46k's shape of program: NCHW data transposed to NHWC for the convolution, a bias and GELU
+    after it (39k) or a bias and the transpose back (46k). The kernel reads the NCHW image itself (the two
+    transposes cancel), applies the tail channels first, and nothing elementwise runs after it; exact."""
+    keys = jax.random.split(jax.random.key(7), 3)
+    x, w, b = (jax.random.normal(keys[0], (2, 8, 11, 14)), jax.random.normal(keys[1], (16, 8, 3, 3)),
+               jax.random.normal(keys[2], (16,)))
+
+    def conv(x, w):
+        return lax.conv_general_dilated(jnp.transpose(x, (0, 2, 3, 1)), jnp.transpose(w, (2, 3, 1, 0)), (1, 1),
+                                        "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    programs = {"gelu-mean": lambda x, w, b: jnp.mean(jax.nn.gelu(conv(x, w) + b), axis=(1, 2)),
+                "to-nchw": lambda x, w, b: jnp.transpose(conv(x, w) + b, (0, 3, 1, 2)) * 2}
+    for name, program in programs.items():
+        closed = jax.make_jaxpr(staged_runtime._with_kernels(program, 3))(x, w, b)
+        (kernel,) = [e for e in closed.jaxpr.eqns if e.primitive.name == "pallas_call"]
+        after = {e.primitive.name for e in closed.jaxpr.eqns[closed.jaxpr.eqns.index(kernel) + 1:]}
+        assert kernel.outvars[0].aval.shape == (2, 16, 9, 12), name  # NCHW
+        assert not after & {"add", "mul", "tanh", "erf"}, (name, after)
+        with jax.default_matmul_precision("highest"):
+            _close(jax.jit(staged_runtime._with_kernels(program, 3))(x, w, b), program(x, w, b))
 
 
 def test_the_direct_kernel_reads_the_input_without_padding_it_where_it_can():
@@ -224,9 +271,10 @@ def test_the_planners_kernel_descriptions_are_what_the_judge_extracts(monkeypatc
         c = lax.conv_general_dilated(img, f, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
         c = jnp.transpose(c, (0, 3, 1, 2))  # stored channels first by the kernel
         d = lax.conv_general_dilated(vol, g, (1, 1, 1), "VALID", dimension_numbers=("NDHWC", "DHWIO", "NDHWC"))
-        # im2col (4 channels) with a ragged output width (30): rows grow past BLOCK_M, the width to 32
-        i = lax.conv_general_dilated(few, e, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"))
-        return h, c, d, i, _gqa(q, k, v, 0.5, mask)  # a decode: repeats folded, probabilities @ v swapped
+        # im2col (strided) with a ragged output width (30): rows grow past BLOCK_M, the width to 32
+        i = lax.conv_general_dilated(few, e, (2, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        p = lax.conv_general_dilated(few, e, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return h, c, d, i, p, _gqa(q, k, v, 0.5, mask)  # a decode: repeats folded, probabilities @ v swapped
 
     args = (jax.ShapeDtypeStruct((1024, 512), jnp.bfloat16), jax.ShapeDtypeStruct((512, 2048), jnp.bfloat16),
             jax.ShapeDtypeStruct((2, 16, 16, 128), jnp.float32), jax.ShapeDtypeStruct((3, 3, 128, 256), jnp.float32),
@@ -241,7 +289,7 @@ def test_the_planners_kernel_descriptions_are_what_the_judge_extracts(monkeypatc
             monkeypatch.setattr(module, name, value, raising=name in vars(module))
     planned = describe(analyse_staged(jax.make_jaxpr(program)(*args)), point)
     emitted = describe_kernels(jax.make_jaxpr(staged_runtime._with_kernels(program, 12))(*args))
-    assert len(planned) == len(emitted) == 6
+    assert len(planned) == len(emitted) == 7
 
     def vmem_view(kernel):
         return [(o["role"], o["block_shape"], o["dtype"]) for o in kernel["operands"]], kernel["grid"]
@@ -249,10 +297,14 @@ def test_the_planners_kernel_descriptions_are_what_the_judge_extracts(monkeypatc
     assert [vmem_view(k) for k in planned] == [vmem_view(k) for k in emitted]
     assert planned[0]["operands"][2]["dtype"] == "float32"
     assert planned[1]["operands"][-1]["block_shape"] == [1, 256, 16, 16]  # NCHW: a whole image's output a step
-    assert planned[3]["operands"][0]["block_shape"] == [1, 8 * 32 * 32, 36]  # all 8 images' rows in one step
+    assert planned[3]["operands"][0]["block_shape"] == [1, 8 * 16 * 32, 36]  # all 8 images' rows in one step
+    # 4 channels: one image a step, channels first, its 32 columns computed as a whole lane tile
+    assert planned[4]["operands"][0]["block_shape"] == [1, 4, 34, 128] and planned[4]["grid"] == [8]
+    assert planned[4]["body"]["dots"][0] | {"dtype": None} == {"m": 32, "n": 8 * 128, "k": 9 * 8, "batch": 1,
+                                                              "dtype": None, "count": 4}  # 32 rows: 4 groups
     # n x kv heads = 4 products each, small enough to run all in one step of the batched kernel
-    assert [(k["grid"], k["operands"][0]["block_shape"][0]) for k in planned[4:]] == [([1], 4), ([1], 4)]
-    assert planned[5]["operands"][0]["block_shape"][1] == 4  # the group's 4 probability rows, not 128 x 1
+    assert [(k["grid"], k["operands"][0]["block_shape"][0]) for k in planned[5:]] == [([1], 4), ([1], 4)]
+    assert planned[6]["operands"][0]["block_shape"][1] == 4  # the group's 4 probability rows, not 128 x 1
 
 
 def test_declines_grouped_ragged_matmuls_and_elementwise_heavy_programs():
@@ -315,8 +367,9 @@ def test_large_im2col_patches_are_built_one_block_of_the_batch_at_a_time(interpr
     monkeypatch.setattr(staged_conv, "PATCH_BYTES", 40_000)  # the 4 images' patches take 4 x 28.8 kB
     x, w = jax.random.normal(jax.random.key(4), (4, 10, 10, 8)), jax.random.normal(jax.random.key(5), (3, 3, 8, 16))
 
-    def conv(x, w):
-        return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    def conv(x, w):  # dilated: not a kind the direct or the few-channel kernel takes
+        return lax.conv_general_dilated(x, w, (1, 1), "SAME", rhs_dilation=(2, 1),
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
 
     closed = jax.make_jaxpr(staged_runtime._with_kernels(conv, 2))(x, w)
     (scan,) = [e for e in closed.jaxpr.eqns if e.primitive.name == "scan"]

@@ -28,7 +28,8 @@ from attrs import define, field
 from maxkernel_core import pyast
 from maxkernel_tpu_pallas.api import MAX_GLUE_WORK_SHARE
 
-from . import staged_attention, staged_attention_match, staged_conv, staged_epilogue, staged_matmul, staged_runtime
+from . import (staged_attention, staged_attention_match, staged_conv, staged_epilogue, staged_matmul, staged_planar,
+               staged_runtime)
 from .ir import Declined
 from .blocks import block_helper_source, itemsize, pipelined_operand, sublane_align
 
@@ -55,6 +56,8 @@ class Matmul:
     direct: tuple[int, tuple[int, ...], int, tuple[int, ...], int] | None = None
     #: ... storing its output channels first (NCHW), the transpose after it fused (staged_conv)
     channels_first: bool = False
+    #: ... on the few-channel kernel (staged_planar): channels first in and out, the shape in ``direct``
+    planar: bool = False
 
 
 @define
@@ -75,7 +78,7 @@ def _matmuls(jaxpr, repeat: int, out: list[Matmul], consts=()) -> None:
 
     jaxpr, consts = _inlined(jaxpr, consts)
     repeats = staged_runtime._repeats(jaxpr)
-    firsts = _channels_first_convolutions(jaxpr)
+    tails = _convolution_tails(jaxpr)
     for index, eqn in enumerate(jaxpr.eqns):
         name = eqn.primitive.name
         if name == "ragged_dot_general":
@@ -84,7 +87,7 @@ def _matmuls(jaxpr, repeat: int, out: list[Matmul], consts=()) -> None:
         if name == "dot_general":
             out.append(_dot_matmul(eqn, repeat, staged_runtime._fold_of(eqn, repeats)))
         elif name == "conv_general_dilated":
-            out.append(_conv_matmul(eqn, repeat, firsts.get(index)))
+            out.append(_conv_matmul(eqn, repeat, *tails.get(index, (None, False))))
         length = int(eqn.params.get("length", 1)) if name == "scan" else 1
         for value in eqn.params.values():
             for item in value if isinstance(value, (tuple, list)) else (value,):
@@ -102,12 +105,12 @@ def _inlined(jaxpr, consts):
     return staged_epilogue._flattened(jaxpr, list(consts), args)
 
 
-def _channels_first_convolutions(jaxpr) -> dict[int, str]:
-    """{index of a convolution: the dtype its tail ends in} for the convolutions whose fused tail transposes
-    their output to NCHW (staged_epilogue._channels_first)."""
-    return {i: str(jaxpr.eqns[tail[-1]].outvars[0].aval.dtype)
+def _convolution_tails(jaxpr) -> dict[int, tuple[str, bool]]:
+    """{index of a convolution with a fused tail: (the dtype the tail ends in, whether it transposes the output
+    to NCHW: staged_epilogue._channels_first)}."""
+    return {i: (str(jaxpr.eqns[tail[-1]].outvars[0].aval.dtype), staged_epilogue._transposes(jaxpr, tail))
             for i, tail, _ in staged_epilogue._epilogue_plan(jaxpr).values()
-            if staged_epilogue._transposes(jaxpr, tail)}
+            if jaxpr.eqns[i].primitive.name == "conv_general_dilated"}
 
 
 def _dot_matmul(eqn, repeat: int, fold=None) -> Matmul:
@@ -131,8 +134,9 @@ def _dot_matmul(eqn, repeat: int, fold=None) -> Matmul:
     return Matmul(b, m, n, size(lhs, lc), str(lhs.dtype), repeat, out_dtype=str(eqn.outvars[0].aval.dtype))
 
 
-def _direct_shape(eqn) -> tuple[int, tuple[int, ...], int, tuple[int, ...], int] | None:
-    """(N, padded spatial dims, C, window, O) when the runtime runs this convolution on its direct kernel."""
+def _plain_shape(eqn) -> tuple[int, tuple[int, ...], int, tuple[int, ...], int, int] | None:
+    """(N, padded spatial dims, C, window, O, itemsize) of a stride-1, undilated, ungrouped 2-D or 3-D
+    convolution, the kinds the direct and the few-channel kernels take; else None."""
     lhs, rhs = (v.aval for v in eqn.invars)
     lhs_spec, rhs_spec, _ = eqn.params["dimension_numbers"]
     p = eqn.params
@@ -141,30 +145,33 @@ def _direct_shape(eqn) -> tuple[int, tuple[int, ...], int, tuple[int, ...], int]
         return None
     spatial = tuple(lhs.shape[d] + lo + hi for d, (lo, hi) in zip(lhs_spec[2:], p["padding"], strict=True))
     window = tuple(rhs.shape[d] for d in rhs_spec[2:])
-    c = lhs.shape[lhs_spec[1]]
     item = max(itemsize(str(lhs.dtype)), itemsize(str(rhs.dtype)))
-    if not staged_conv._direct_conv_takes(spatial, c, window, item):
-        return None
-    return lhs.shape[lhs_spec[0]], spatial, c, window, rhs.shape[rhs_spec[0]]
+    return lhs.shape[lhs_spec[0]], spatial, lhs.shape[lhs_spec[1]], window, rhs.shape[rhs_spec[0]], item
 
 
-def _conv_matmul(eqn, repeat: int, tail_dtype: str | None = None) -> Matmul:
-    """A convolution as the runtime runs it: on the direct kernel (taps accumulated from VMEM rows, stored
-    channels first when its tail, ending in ``tail_dtype``, transposes it to NCHW and the kernel can), else as
-    the im2col matmul: patches (positions x taps*channels) @ weights."""
+def _conv_matmul(eqn, repeat: int, tail_dtype: str | None = None, transposes: bool = False) -> Matmul:
+    """A convolution as the runtime runs it: on the few-channel kernel (channels first, the whole tail, ending
+    in ``tail_dtype``, fused), on the direct kernel (taps accumulated from VMEM rows, stored channels first
+    when its tail ``transposes`` it to NCHW and the kernel can), else as the im2col matmul: patches
+    (positions x taps*channels) @ weights."""
     if eqn.params.get("batch_group_count", 1) != 1:
         raise Declined("a convolution with batch_group_count > 1 (a weight gradient) has no im2col lowering")
     lhs, rhs = (v.aval for v in eqn.invars)
     res = eqn.outvars[0].aval
-    direct = _direct_shape(eqn)
-    if direct is not None:
-        n, spatial, c, window, o = direct
+    plain = _plain_shape(eqn)
+    if plain is not None:
+        n, spatial, c, window, o, item = plain
         positions = math.prod(s - k + 1 for s, k in zip(spatial, window, strict=True))
-        item = max(itemsize(str(lhs.dtype)), itemsize(str(rhs.dtype)))
-        first = tail_dtype is not None and staged_conv._channels_first_takes(spatial, c, window, o, item,
-                                                                              itemsize(tail_dtype))
-        return Matmul(n, positions, o, math.prod(window) * c, str(lhs.dtype), repeat, "conv_general_dilated",
-                      tail_dtype if first else str(res.dtype), direct=direct, channels_first=first)
+        out_dtype = tail_dtype or str(res.dtype)
+        if staged_planar._planar_conv_takes(spatial, c, window, o, item, itemsize(out_dtype)):
+            k = staged_planar._planar_geometry(spatial, c, window, o)["k"]
+            return Matmul(n, positions, o, k, str(lhs.dtype), repeat, "conv_general_dilated", out_dtype,
+                          direct=(n, spatial, c, window, o), planar=True)
+        if staged_conv._direct_conv_takes(spatial, c, window, item):
+            first = transposes and staged_conv._channels_first_takes(spatial, c, window, o, item, itemsize(out_dtype))
+            return Matmul(n, positions, o, math.prod(window) * c, str(lhs.dtype), repeat, "conv_general_dilated",
+                          out_dtype if first else str(res.dtype), direct=(n, spatial, c, window, o),
+                          channels_first=first)
     _, rhs_spec, out_spec = eqn.params["dimension_numbers"]
     groups = eqn.params["feature_group_count"]
     taps = math.prod(rhs.shape[d] for d in rhs_spec[2:])
@@ -218,7 +225,7 @@ def describe(spec: StagedSpec, point: dict[str, int]) -> list[dict[str, Any]]:
     kernels = []
     for mm in spec.matmuls:
         if mm.direct is not None:
-            kernels.append(_describe_direct(mm, point))
+            kernels.append(_describe_planar(mm, point) if mm.planar else _describe_direct(mm, point))
             continue
         bm, mp = staged_matmul._tile(mm.m, staged_matmul._rows_target(
             mm.k, mm.n, itemsize(mm.dtype), point["BLOCK_M"], point["BLOCK_K"], point["BLOCK_N"]), sublane_align(mm.dtype))
@@ -304,9 +311,28 @@ def _describe_direct(mm: Matmul, point: dict[str, int]) -> dict[str, Any]:
             "repeat": mm.repeat}
 
 
+def _describe_planar(mm: Matmul, point: dict[str, int]) -> dict[str, Any]:
+    """The few-channel kernel as the runtime emits it: grid (image,), the image and its output whole, channels
+    first; per row group one product of the weights (O, taps x Cp) and the patch (taps x Cp, rows x width)."""
+    n, spatial, c, window, o = mm.direct
+    g = staged_planar._planar_geometry(spatial, c, window, o)
+    op = functools.partial(_operand, mm)
+    lanes = staged_planar.PLANAR_ROWS * g["width"]
+    return {"name": "few-channel convolution", "grid": [n], "steps": n, "dimension_semantics": ["parallel"],
+            "vmem_limit_bytes": point.get("VMEM_LIMIT_BYTES"),
+            "operands": [op("input", [n, c, g["h"], g["width"]], [1, c, g["h"], g["width"]], n - 1, [True]),
+                         op("input", [o, g["k"]], [o, g["k"]], 0, [False]),
+                         op("output", [n, o, g["oh"], g["ow"]], [1, o, g["oh"], g["ow"]], n - 1, [True],
+                            mm.out_dtype or mm.dtype)],
+            "scratch": [],
+            "body": {"dots": [{"m": o, "n": lanes, "k": g["k"], "batch": 1, "dtype": mm.dtype, "count": g["groups"]}],
+                     "elementwise": o * lanes * g["groups"], "transcendental": 0},
+            "repeat": mm.repeat}
+
+
 def _runtime_source() -> str:
     """The runtime's modules below their markers, as one block of source."""
-    modules = (staged_matmul, staged_conv, staged_epilogue, staged_attention_match, staged_attention, staged_runtime)
+    modules = (staged_matmul, staged_planar, staged_conv, staged_epilogue, staged_attention_match, staged_attention, staged_runtime)
     return "\n\n\n".join(inspect.getsource(module).split(MARKER, 1)[1].strip() for module in modules)
 
 

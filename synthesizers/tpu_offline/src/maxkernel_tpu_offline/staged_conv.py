@@ -1,6 +1,7 @@
 """The staged template's convolutions, copied verbatim into every staged candidate below the marker.
 
-A stride-1 2-D or 3-D convolution with at least 16 channels runs on the direct
+A stride-1 2-D convolution with fewer channels runs on the few-channel kernel
+(staged_planar.py). A stride-1 2-D or 3-D convolution with at least 16 channels runs on the direct
 kernel (the taps' input rows side by side in VMEM, one MXU product per column
 tap or for all taps; no patches in HBM). A 2-D one whose NHWC output the
 reference transposes to NCHW has the transpose in its tail: the direct kernel
@@ -22,6 +23,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from .staged_matmul import VMEM_LIMIT_BYTES, _finish, _pallas_matmul  # a candidate has them pasted above
+from .staged_planar import _planar_conv, _planar_conv_takes
 
 # --- the staged runtime (pasted into candidates from here on) ---
 #: im2col patches above this size are built for one block of the batch at a time (they would not fit HBM).
@@ -60,6 +62,10 @@ def _dense_conv(x, w, strides, rhs_dilation, groups, out_dtype, tail):
     kernel_dtype = tail.dot_dtype if tail else out_dtype
     plain = all(s == 1 for s in strides) and all(r == 1 for r in rhs_dilation) and groups == 1
     first = bool(tail and tail.channels_first)
+    if plain and x.ndim == 4 and _planar_conv_takes(x.shape[1:3], x.shape[3], w.shape[:2], w.shape[-1],
+                                                    x.dtype.itemsize, jnp.dtype(out_dtype).itemsize):
+        out = _planar_conv(x, w, out_dtype, tail)  # NCHW, the whole tail applied (out_dtype is its dtype)
+        return tail, out if first else jnp.transpose(out, (0, 2, 3, 1))
     if plain and _direct_conv_fits(x, w):
         fused = tail if not first or _channels_first_fits(x, w, out_dtype) else None
         return fused, _direct_conv(x, w, out_dtype if fused else kernel_dtype, fused)
