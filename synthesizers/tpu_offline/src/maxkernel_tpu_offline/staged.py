@@ -58,6 +58,8 @@ class Matmul:
     channels_first: bool = False
     #: ... on the few-channel kernel (staged_planar): channels first in and out, the shape in ``direct``
     planar: bool = False
+    #: ... writing per-channel sums: its tail ends in a sum over the spatial dims
+    reduces: bool = False
 
 
 @define
@@ -87,7 +89,7 @@ def _matmuls(jaxpr, repeat: int, out: list[Matmul], consts=()) -> None:
         if name == "dot_general":
             out.append(_dot_matmul(eqn, repeat, staged_runtime._fold_of(eqn, repeats)))
         elif name == "conv_general_dilated":
-            out.append(_conv_matmul(eqn, repeat, *tails.get(index, (None, False))))
+            out.append(_conv_matmul(eqn, repeat, *tails.get(index, (None, False, False))))
         length = int(eqn.params.get("length", 1)) if name == "scan" else 1
         for value in eqn.params.values():
             for item in value if isinstance(value, (tuple, list)) else (value,):
@@ -105,10 +107,11 @@ def _inlined(jaxpr, consts):
     return staged_epilogue._flattened(jaxpr, list(consts), args)
 
 
-def _convolution_tails(jaxpr) -> dict[int, tuple[str, bool]]:
+def _convolution_tails(jaxpr) -> dict[int, tuple[str, bool, bool]]:
     """{index of a convolution with a fused tail: (the dtype the tail ends in, whether it transposes the output
-    to NCHW: staged_epilogue._channels_first)}."""
-    return {i: (str(jaxpr.eqns[tail[-1]].outvars[0].aval.dtype), staged_epilogue._transposes(jaxpr, tail))
+    to NCHW: staged_epilogue._channels_first, whether it ends in a spatial sum: _spatial_sum)}."""
+    return {i: (str(jaxpr.eqns[tail[-1]].outvars[0].aval.dtype), staged_epilogue._transposes(jaxpr, tail),
+                staged_epilogue._reduces(jaxpr, tail))
             for i, tail, _ in staged_epilogue._epilogue_plan(jaxpr).values()
             if jaxpr.eqns[i].primitive.name == "conv_general_dilated"}
 
@@ -149,11 +152,13 @@ def _plain_shape(eqn) -> tuple[int, tuple[int, ...], int, tuple[int, ...], int, 
     return lhs.shape[lhs_spec[0]], spatial, lhs.shape[lhs_spec[1]], window, rhs.shape[rhs_spec[0]], item
 
 
-def _conv_matmul(eqn, repeat: int, tail_dtype: str | None = None, transposes: bool = False) -> Matmul:
+def _conv_matmul(eqn, repeat: int, tail_dtype: str | None = None, transposes: bool = False,
+                 reduces: bool = False) -> Matmul:
     """A convolution as the runtime runs it: on the few-channel kernel (channels first, the whole tail, ending
-    in ``tail_dtype``, fused), on the direct kernel (taps accumulated from VMEM rows, stored channels first
-    when its tail ``transposes`` it to NCHW and the kernel can), else as the im2col matmul: patches
-    (positions x taps*channels) @ weights."""
+    in ``tail_dtype``, fused, and a closing spatial sum, if it ``reduces``, too), on the direct kernel (taps
+    accumulated from VMEM rows, stored channels first when its tail ``transposes`` it to NCHW and the kernel
+    can; a tail that sums runs after it), else as the im2col matmul: patches (positions x taps*channels) @
+    weights."""
     if eqn.params.get("batch_group_count", 1) != 1:
         raise Declined("a convolution with batch_group_count > 1 (a weight gradient) has no im2col lowering")
     lhs, rhs = (v.aval for v in eqn.invars)
@@ -163,12 +168,13 @@ def _conv_matmul(eqn, repeat: int, tail_dtype: str | None = None, transposes: bo
         n, spatial, c, window, o, item = plain
         positions = math.prod(s - k + 1 for s, k in zip(spatial, window, strict=True))
         out_dtype = tail_dtype or str(res.dtype)
-        if staged_planar._planar_conv_takes(spatial, c, window, o, item, itemsize(out_dtype)):
+        if staged_planar._planar_conv_takes(spatial, c, window, o, item, itemsize(out_dtype), reduces):
             k = staged_planar._planar_geometry(spatial, c, window, o)["k"]
             return Matmul(n, positions, o, k, str(lhs.dtype), repeat, "conv_general_dilated", out_dtype,
-                          direct=(n, spatial, c, window, o), planar=True)
+                          direct=(n, spatial, c, window, o), planar=True, reduces=reduces)
         if staged_conv._direct_conv_takes(spatial, c, window, item):
-            first = transposes and staged_conv._channels_first_takes(spatial, c, window, o, item, itemsize(out_dtype))
+            first = (transposes and not reduces
+                     and staged_conv._channels_first_takes(spatial, c, window, o, item, itemsize(out_dtype)))
             return Matmul(n, positions, o, math.prod(window) * c, str(lhs.dtype), repeat, "conv_general_dilated",
                           out_dtype if first else str(res.dtype), direct=(n, spatial, c, window, o),
                           channels_first=first)
@@ -318,12 +324,12 @@ def _describe_planar(mm: Matmul, point: dict[str, int]) -> dict[str, Any]:
     g = staged_planar._planar_geometry(spatial, c, window, o)
     op = functools.partial(_operand, mm)
     lanes = staged_planar.PLANAR_ROWS * g["width"]
+    out = [o, 1] if mm.reduces else [o, g["oh"], g["ow"]]  # per-channel sums, or the image's output
     return {"name": "few-channel convolution", "grid": [n], "steps": n, "dimension_semantics": ["parallel"],
             "vmem_limit_bytes": point.get("VMEM_LIMIT_BYTES"),
             "operands": [op("input", [n, c, g["h"], g["width"]], [1, c, g["h"], g["width"]], n - 1, [True]),
                          op("input", [o, g["k"]], [o, g["k"]], 0, [False]),
-                         op("output", [n, o, g["oh"], g["ow"]], [1, o, g["oh"], g["ow"]], n - 1, [True],
-                            mm.out_dtype or mm.dtype)],
+                         op("output", [n, *out], [1, *out], n - 1, [True], mm.out_dtype or mm.dtype)],
             "scratch": [],
             "body": {"dots": [{"m": o, "n": lanes, "k": g["k"], "batch": 1, "dtype": mm.dtype, "count": g["groups"]}],
                      "elementwise": o * lanes * g["groups"], "transcendental": 0},

@@ -50,6 +50,8 @@ def _conv_on_kernel(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dila
         fused, out = _dense_conv(x, w, window_strides, rhs_dilation, feature_group_count, out_dtype, tail)
     if tail and not fused:
         out = _finish(out, tail.sides, tail).astype(out_dtype)
+    if tail and tail.reduces:
+        return out  # (N, C): the tail's spatial sum of an NHWC output (staged_epilogue._spatial_sum)
     # out_spec says where batch, feature and each spatial dim sit in the result.
     order = [0, nsp + 1, *range(1, nsp + 1)]
     return jnp.transpose(out, [order[list(out_spec).index(d)] for d in range(nsp + 2)])
@@ -63,13 +65,15 @@ def _dense_conv(x, w, strides, rhs_dilation, groups, out_dtype, tail):
     plain = all(s == 1 for s in strides) and all(r == 1 for r in rhs_dilation) and groups == 1
     first = bool(tail and tail.channels_first)
     if plain and x.ndim == 4 and _planar_conv_takes(x.shape[1:3], x.shape[3], w.shape[:2], w.shape[-1],
-                                                    x.dtype.itemsize, jnp.dtype(out_dtype).itemsize):
-        out = _planar_conv(x, w, out_dtype, tail)  # NCHW, the whole tail applied (out_dtype is its dtype)
-        return tail, out if first else jnp.transpose(out, (0, 2, 3, 1))
+                                                    x.dtype.itemsize, jnp.dtype(out_dtype).itemsize,
+                                                    bool(tail and tail.reduces)):
+        out = _planar_conv(x, w, out_dtype, tail)  # NCHW (or (N, O) sums), the whole tail applied, in its dtype
+        return tail, out if first or (tail and tail.reduces) else jnp.transpose(out, (0, 2, 3, 1))
+    reduces = bool(tail and tail.reduces)  # only the few-channel kernel sums its output
     if plain and _direct_conv_fits(x, w):
-        fused = tail if not first or _channels_first_fits(x, w, out_dtype) else None
+        fused = tail if not reduces and (not first or _channels_first_fits(x, w, out_dtype)) else None
         return fused, _direct_conv(x, w, out_dtype if fused else kernel_dtype, fused)
-    fused = tail if groups == 1 and not first else None
+    fused = tail if groups == 1 and not first and not reduces else None
     return fused, _im2col_conv(x, w, strides, rhs_dilation, groups, out_dtype if fused else kernel_dtype, fused)
 
 

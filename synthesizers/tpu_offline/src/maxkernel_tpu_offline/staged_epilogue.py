@@ -111,7 +111,8 @@ def _grow_tail(jaxpr, i, producer, claimed):
     """The equations after equation i that are elementwise on its output's shape and read, besides the output
     and each other's results, only side operands that do not depend on the output; for a 2-D convolution
     whose output is NHWC, also the transpose to NCHW (``_channels_first``) and the elementwise equations on
-    its result, whose side operands vary along the channels alone ("channel" form)."""
+    its result, whose side operands vary along the channels alone ("channel" form), and a sum of the last
+    value over both spatial dims (``_spatial_sum``), which ends the tail."""
     eqn = jaxpr.eqns[i]
     shape, lanes = eqn.outvars[0].aval.shape, None  # lanes: the channel dim once transposed, else the kernel's
     inside, tail, sides, downstream = {eqn.outvars[0]}, [], {}, {eqn.outvars[0]}
@@ -125,6 +126,9 @@ def _grow_tail(jaxpr, i, producer, claimed):
             downstream.update(e.outvars)
             tail.append(j)
             continue
+        if _spatial_sum(eqn, e, lanes) and reads[0] == _last(jaxpr, eqn, tail) and j not in claimed:
+            tail.append(j)  # the tail's last equation: its result is no longer the output's shape
+            break
         ok = (e.primitive.name in _TAIL_PRIMS and len(e.outvars) == 1 and e.outvars[0].aval.shape == shape
               and any(v in inside for v in reads) and j not in claimed)
         for v in reads:
@@ -148,6 +152,27 @@ def _channels_first(kernel, eqn):
             and tuple(eqn.params["permutation"]) == (0, 3, 1, 2))
 
 
+def _spatial_sum(kernel, eqn, lanes):
+    """Whether ``eqn`` sums a 2-D convolution's NHWC output (or its channels-first transpose: ``lanes``) over
+    both spatial dims (39k's global mean): the few-channel kernel then writes per-channel sums
+    (staged_planar), where XLA would read the whole output back."""
+    if kernel.primitive.name != "conv_general_dilated" or eqn.primitive.name != "reduce_sum":
+        return False
+    if len(kernel.outvars[0].aval.shape) != 4 or tuple(kernel.params["dimension_numbers"].out_spec) != (0, 3, 1, 2):
+        return False
+    return tuple(sorted(eqn.params["axes"])) == ((1, 2) if lanes is None else (2, 3))
+
+
+def _last(jaxpr, kernel, tail):
+    """The value a tail ends in so far (the kernel's output while it is empty)."""
+    return jaxpr.eqns[tail[-1]].outvars[0] if tail else kernel.outvars[0]
+
+
+def _reduces(jaxpr, tail):
+    """Whether a tail ends in the spatial sum ``_grow_tail`` takes in (its only non-elementwise end)."""
+    return bool(tail) and jaxpr.eqns[tail[-1]].primitive.name == "reduce_sum"
+
+
 def _transposes(jaxpr, tail):
     """Whether a tail holds the channels-first transpose (the only transpose ``_grow_tail`` takes in)."""
     return any(jaxpr.eqns[j].primitive.name == "transpose" for j in tail)
@@ -164,7 +189,7 @@ def _single_exit(jaxpr, i, tail, uses, outputs):
         members = set(tail)
         escapes = {v for v in made if v in outputs or uses.get(v, set()) - members}
         last = jaxpr.eqns[tail[-1]].outvars[0]
-        if escapes <= {last} and last.aval.dtype.itemsize <= width:
+        if escapes <= {last} and (last.aval.dtype.itemsize <= width or _reduces(jaxpr, tail)):
             return tail
         tail = tail[:-1]
     return tail
@@ -220,13 +245,14 @@ def _channel_vector(value, dims, eqn):
 
 
 def _tail_function(jaxpr, i, tail, side_vars):
-    """fn(output tile, side tiles in the order of side_vars, channels_first=None) -> the tail's last value on
-    that tile. A channels-first transpose in the tail is bound as the reference bound it on a whole output, or
-    applied as ``channels_first(tile)`` on a kernel's tile."""
+    """fn(output tile, side tiles in the order of side_vars, channels_first=None, spatial_sum=None) -> the
+    tail's last value on that tile. A channels-first transpose or a closing spatial sum in the tail is bound as
+    the reference bound it on a whole output, or applied as ``channels_first(tile)`` / ``spatial_sum(tile)``
+    on a kernel's tile."""
     eqns = [jaxpr.eqns[j] for j in tail]
     start = jaxpr.eqns[i].outvars[0]
 
-    def run(value, side_tiles, channels_first=None):
+    def run(value, side_tiles, channels_first=None, spatial_sum=None):
         env = {start: value}
         env.update(zip(side_vars, side_tiles, strict=True))
         last = value
@@ -238,6 +264,8 @@ def _tail_function(jaxpr, i, tail, side_vars):
         for e in eqns:
             if e.primitive.name == "transpose" and channels_first is not None:
                 last = channels_first(env[e.invars[0]])
+            elif e.primitive.name == "reduce_sum" and spatial_sum is not None:
+                last = spatial_sum(env[e.invars[0]])
             else:
                 last = _bind_elementwise(e, [read(v) for v in e.invars])
             env[e.outvars[0]] = last

@@ -50,6 +50,8 @@ class _Tail(typing.NamedTuple):
     dot_dtype: typing.Any
     #: The tail transposes a convolution's NHWC output to NCHW (staged_epilogue._channels_first).
     channels_first: bool = False
+    #: The tail ends in a sum over a 2-D convolution's spatial dims (staged_epilogue._spatial_sum).
+    reduces: bool = False
 
     def in_kernel(self):
         return self._replace(forms=None, sides=None)

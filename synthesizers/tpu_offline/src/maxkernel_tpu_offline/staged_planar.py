@@ -45,16 +45,17 @@ def _planar_geometry(spatial, c, window, o):
             "ow": w - kw + 1, "groups": -(-(h - kh + 1) // PLANAR_ROWS)}
 
 
-def _planar_conv_takes(spatial, c, window, o, item, out_item):
+def _planar_conv_takes(spatial, c, window, o, item, out_item, reduces=False):
     """A 2-D convolution with fewer than 16 channels (more take the direct kernel), a row group's input rows
-    at most two sublane tiles (a window at most 9 rows tall), and an image, output and row group that fit.
-    (The planner asks this too, with the shapes it reads from the jaxpr.)"""
+    at most two sublane tiles (a window at most 9 rows tall), and an image, output (unless the tail
+    ``reduces`` it to per-channel sums) and row group that fit. (The planner asks this too, with the shapes
+    it reads from the jaxpr.)"""
     if len(window) != 2 or c >= 16 or window[0] > 9 or window[1] > spatial[1]:
         return False
     g = _planar_geometry(spatial, c, window, o)
     sub = lambda n, tile: -(-n // tile) * tile  # noqa: E731
     image = c * sub(g["h"], 32 // item) * g["width"] * item
-    out = 2 * o * sub(g["oh"], 32 // out_item) * sub(g["ow"], 128) * out_item
+    out = 0 if reduces else 2 * o * sub(g["oh"], 32 // out_item) * sub(g["ow"], 128) * out_item
     group = PLANAR_ROWS * g["width"] * 4 * max(o, g["k"])
     return image <= PLANAR_IMAGE_BYTES and out <= PLANAR_OUT_BYTES and group <= PLANAR_ACC_BYTES
 
@@ -73,44 +74,59 @@ def _planar_rows(x_ref, h0, g, c):
     return rows
 
 
+def _planar_product(x_ref, w_ref, h0, g, window):
+    """The f32 product (O, PLANAR_ROWS x width) of the row group starting at ``h0``: the weights times the
+    taps' input rows, each row tap a sublane slice of the window, each column tap a lane rotation of it."""
+    v = _planar_rows(x_ref, h0, g, x_ref.shape[1])
+    width, pieces = g["width"], []
+    for i in range(window[0]):
+        band = v[:, i:i + PLANAR_ROWS, :]
+        for j in range(window[1]):  # column t + j onto column t: a lane rotation (the columns past W are dropped)
+            shifted = pltpu.roll(band, width - j, 2) if j else band
+            pieces.append(shifted.reshape(g["cp"], PLANAR_ROWS * width))
+    patch = jnp.concatenate(pieces, axis=0).astype(x_ref.dtype)
+    return jnp.dot(w_ref[...], patch, preferred_element_type=jnp.float32)
+
+
+def _group_sum(tile, rows, ow):
+    """Per-channel f32 sums (O, 1) of a row group's first ``rows`` rows and ``ow`` columns."""
+    tile = tile.reshape(tile.shape[0], PLANAR_ROWS, -1)[:, :rows, :ow]
+    return jnp.sum(tile.astype(jnp.float32), axis=(1, 2))[:, None]
+
+
 def _planar_conv_kernel(x_ref, w_ref, *refs, geometry, window, tail):
-    """One image: its output rows in groups of PLANAR_ROWS, each one product of the weights and the taps'
-    rows, the tail applied channels first, stored NCHW. The groups whose rows lie inside the image run in a
-    loop; the last ones (zero rows past the image) are unrolled."""
+    """One image: its output rows in groups of PLANAR_ROWS, each one product, the tail applied channels first,
+    stored NCHW, or, when the tail ends in a spatial sum, summed per channel over the image. The groups whose
+    rows lie inside the image run in a loop; the last ones (zero rows past the image) are unrolled."""
     *side_refs, out_ref = refs
-    g, (kh, kw), c = geometry, window, x_ref.shape[1]
-    width, rows_per = g["width"], PLANAR_ROWS
+    g, reduces = geometry, bool(tail and tail.reduces)
 
-    def group(h0, rows):
-        v = _planar_rows(x_ref, h0, g, c)
-        pieces = []
-        for i in range(kh):
-            band = v[:, i:i + rows_per, :]
-            for j in range(kw):  # column t + j onto column t: a lane rotation (the columns past W are dropped)
-                shifted = pltpu.roll(band, width - j, 2) if j else band
-                pieces.append(shifted.reshape(g["cp"], rows_per * width))
-        patch = jnp.concatenate(pieces, axis=0).astype(x_ref.dtype)
-        z = jnp.dot(w_ref[...], patch, preferred_element_type=jnp.float32)  # (O, rows x width)
+    def group(h0, rows, total):
+        value = _planar_product(x_ref, w_ref, h0, g, window)
         if tail is not None:
-            z = tail.fn(z.astype(tail.dot_dtype), [s[...] for s in side_refs], channels_first=lambda t: t)
-        z = z.reshape(z.shape[0], rows_per, width)[:, :rows, :g["ow"]]
-        out_ref[0, :, pl.ds(h0, rows), :] = z.astype(out_ref.dtype)
+            value = tail.fn(value.astype(tail.dot_dtype), [s[...] for s in side_refs], channels_first=lambda t: t,
+                            spatial_sum=functools.partial(_group_sum, rows=rows, ow=g["ow"]))
+        if reduces:
+            return total + value
+        value = value.reshape(value.shape[0], PLANAR_ROWS, g["width"])[:, :rows, :g["ow"]]
+        out_ref[0, :, pl.ds(h0, rows), :] = value.astype(out_ref.dtype)
+        return total
 
-    looped = max(min(g["oh"] // rows_per, (g["h"] - g["reads"]) // rows_per + 1), 0)
-
-    def body(step, carry):
-        group(pl.multiple_of(step * rows_per, rows_per), rows_per)
-        return carry
-
+    total = jnp.zeros((w_ref.shape[0], 1), jnp.float32)
+    looped = max(min(g["oh"] // PLANAR_ROWS, (g["h"] - g["reads"]) // PLANAR_ROWS + 1), 0)
     if looped:  # (a loop of no trips would still trace a read past a short image)
-        lax.fori_loop(0, looped, body, None)
+        total = lax.fori_loop(0, looped, lambda step, t: group(
+            pl.multiple_of(step * PLANAR_ROWS, PLANAR_ROWS), PLANAR_ROWS, t), total)
     for step in range(looped, g["groups"]):
-        group(step * rows_per, min(rows_per, g["oh"] - step * rows_per))
+        total = group(step * PLANAR_ROWS, min(PLANAR_ROWS, g["oh"] - step * PLANAR_ROWS), total)
+    if reduces:
+        out_ref[0] = total.astype(out_ref.dtype)
 
 
 def _planar_conv(x, w, out_dtype, tail=None):
     """VALID stride-1 2-D convolution of a padded (N, H, W, C) input with (KH, KW, C, O) weights, C < 16: the
-    output (N, O, OH, OW), channels first, with the tail (if any) applied in the kernel. Grid (image,)."""
+    output (N, O, OH, OW), channels first, with the tail (if any) applied in the kernel; (N, O) when the tail
+    ends in a spatial sum. Grid (image,)."""
     n, h, wd, c = x.shape
     kh, kw, _, o = w.shape
     g = _planar_geometry((h, wd), c, (kh, kw), o)
@@ -120,13 +136,15 @@ def _planar_conv(x, w, out_dtype, tail=None):
     weights = jnp.pad(w, [(0, 0), (0, 0), (0, g["cp"] - c), (0, 0)]) if g["cp"] > c else w
     weights = jnp.transpose(weights, (3, 0, 1, 2)).reshape(o, g["k"])  # (O, taps x Cp), tap-major like the patch
     sides = [s.reshape(o, 1) for s in tail.sides] if tail else []  # (1, O) lane vectors, (O, 1, 1) columns
-    return pl.pallas_call(
+    out = (o, 1) if tail and tail.reduces else (o, g["oh"], g["ow"])  # per-channel sums, or the image's output
+    result = pl.pallas_call(
         functools.partial(_planar_conv_kernel, geometry=g, window=(kh, kw), tail=tail and tail.in_kernel()),
-        out_shape=jax.ShapeDtypeStruct((n, o, g["oh"], g["ow"]), out_dtype),
+        out_shape=jax.ShapeDtypeStruct((n, *out), out_dtype),
         grid=(n,),
         in_specs=[pl.BlockSpec((1, c, h, g["width"]), lambda b: (b, 0, 0, 0)),
                   pl.BlockSpec((o, g["k"]), lambda b: (0, 0)),
                   *[pl.BlockSpec((o, 1), lambda b: (0, 0)) for _ in sides]],
-        out_specs=pl.BlockSpec((1, o, g["oh"], g["ow"]), lambda b: (b, 0, 0, 0)),
+        out_specs=pl.BlockSpec((1, *out), lambda b: (b,) + (0,) * len(out)),
         compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",), vmem_limit_bytes=VMEM_LIMIT_BYTES),
     )(image, weights, *sides)
+    return result.reshape(n, o) if len(out) == 2 else result

@@ -18,8 +18,8 @@ from jax import lax
 from .staged_attention import _attention_on_kernel
 from .staged_attention_match import _attention_plans
 from .staged_conv import _conv_on_kernel  # a candidate has the modules pasted above this one
-from .staged_epilogue import (_channel_vector, _epilogue_plan, _flattened, _is_literal, _lane_vector, _tail_function,
-                              _transposes)
+from .staged_epilogue import (_channel_vector, _epilogue_plan, _flattened, _is_literal, _lane_vector, _reduces,
+                              _tail_function, _transposes)
 from .staged_matmul import _dot_general_on_kernel, _Tail
 
 # --- the staged runtime (pasted into candidates from here on) ---
@@ -108,7 +108,7 @@ def _kernel_with_tail(jaxpr, plan, read, repeats):
     # holds the CPU program's kernel types to the TPU program's. (The tail reads it back as bool.)
     values = [x.astype(jnp.int32) if x.dtype == jnp.bool_ else x for x in values]
     spec = _Tail(_tail_function(jaxpr, i, tail, list(sides)), [form for form, _, _ in sides.values()], values,
-                 eqn.outvars[0].aval.dtype, _transposes(jaxpr, tail))
+                 eqn.outvars[0].aval.dtype, _transposes(jaxpr, tail), _reduces(jaxpr, tail))
     ins, fold = _inputs(eqn, read, repeats)
     return _bind_on_kernels(eqn, ins, jaxpr.eqns[tail[-1]].outvars[0].aval.dtype, spec, fold)[0]
 
