@@ -24,6 +24,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .staged_planar import PLANAR_CHANNELS  # a candidate has it pasted above
+
 # --- the staged runtime (pasted into candidates from here on) ---
 #: Elementwise primitives an epilogue may hold: each is bound on the output tile as the reference bound it.
 _TAIL_PRIMS = frozenset({
@@ -153,12 +155,16 @@ def _channels_first(kernel, eqn):
 
 
 def _spatial_sum(kernel, eqn, lanes):
-    """Whether ``eqn`` sums a 2-D convolution's NHWC output (or its channels-first transpose: ``lanes``) over
-    both spatial dims (39k's global mean): the few-channel kernel then writes per-channel sums
-    (staged_planar), where XLA would read the whole output back."""
+    """Whether ``eqn`` sums a few-channel 2-D convolution's NHWC output (or its channels-first transpose:
+    ``lanes``) over both spatial dims (39k's global mean): the few-channel kernel then writes per-channel sums
+    (staged_planar), where XLA would read the whole output back. (Other kernels would leave the whole tail
+    to XLA for it, so with more channels the sum stays outside the tail.)"""
     if kernel.primitive.name != "conv_general_dilated" or eqn.primitive.name != "reduce_sum":
         return False
-    if len(kernel.outvars[0].aval.shape) != 4 or tuple(kernel.params["dimension_numbers"].out_spec) != (0, 3, 1, 2):
+    lhs_spec, _, out_spec = kernel.params["dimension_numbers"]
+    if len(out_spec) != 4 or tuple(out_spec) != (0, 3, 1, 2):
+        return False
+    if kernel.invars[0].aval.shape[lhs_spec[1]] >= PLANAR_CHANNELS:
         return False
     return tuple(sorted(eqn.params["axes"])) == ((1, 2) if lanes is None else (2, 3))
 

@@ -24,6 +24,8 @@ from jax.experimental.pallas import tpu as pltpu
 from .staged_matmul import VMEM_LIMIT_BYTES  # a candidate has it pasted above
 
 # --- the staged runtime (pasted into candidates from here on) ---
+#: Convolutions with fewer input channels than this run here (with more, the direct kernel's image is dense).
+PLANAR_CHANNELS = 16
 #: Output rows per MXU product: one f32 sublane tile, so that every row group starts on a tile.
 PLANAR_ROWS = 8
 #: A few-channel image is kept whole in VMEM (at most this many bytes of it), and so is its output, the
@@ -50,7 +52,7 @@ def _planar_conv_takes(spatial, c, window, o, item, out_item, reduces=False):
     at most two sublane tiles (a window at most 9 rows tall), and an image, output (unless the tail
     ``reduces`` it to per-channel sums) and row group that fit. (The planner asks this too, with the shapes
     it reads from the jaxpr.)"""
-    if len(window) != 2 or c >= 16 or window[0] > 9 or window[1] > spatial[1]:
+    if len(window) != 2 or c >= PLANAR_CHANNELS or window[0] > 9 or window[1] > spatial[1]:
         return False
     g = _planar_geometry(spatial, c, window, o)
     sub = lambda n, tile: -(-n // tile) * tile  # noqa: E731
