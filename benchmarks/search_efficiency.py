@@ -6,12 +6,16 @@ For three matmul-class tasks, and three JaxBench tasks with the larger spaces (a
 full-row epilogue, x @ W.T, flash attention), the offline synthesizer's parameter space is
 enumerated exhaustively with the cost model as the objective (the best point
 is the exhaustive optimum). Beam search (beam width 3, 2 expansions per node,
-the graph strategy's moves: double, halve, quadruple or quarter one block constant, seeded) then
-starts from the poorest corner of the space (the smallest blocks; starting from
+the graph strategy's moves: double, halve, quadruple or quarter one block constant, or the whole
+tile, seeded) then starts from the poorest corner of the space (the smallest blocks; starting from
 the synthesizer's own choice would find the optimum at once), one cost-model
 evaluation per new point, until it finds a point within 2% of that optimum.
-Printed: evaluations used (median over 7 seeds), the exhaustive count, and
-their ratio. Target: at most 25%.
+As in the graph strategy (``search.fresh_children``), a move to a point the
+backend's fit check rules out (over VMEM) is skipped before it is judged: it
+costs no evaluation and takes no expansion slot, and an exhaustive search
+judges only the points that fit. Printed: evaluations used (median over 7
+seeds), the exhaustive count (the points that fit, of the space's), and their
+ratio. Target: at most 25%.
 
 The objective here is the cost model alone, as the issue asks, so each
 evaluation is an estimate, not a compile and correctness run.
@@ -44,7 +48,7 @@ def synthesize(task_dir: Path, target: str):
     return task, offline_synthesis(task, target)
 
 
-def beam_search(s, start: dict, goal: float, width=3, expansions=2, seed=0, limit=10_000) -> int:
+def beam_search(s, start: dict, goal: float, width=3, expansions=2, seed=0, limit=10_000) -> float:
     from maxkernel_tpu_pallas.api import fits_vmem as fits
 
     estimates = {json.dumps(p, sort_keys=True): est for p, est in s.ranked}
@@ -52,6 +56,9 @@ def beam_search(s, start: dict, goal: float, width=3, expansions=2, seed=0, limi
     def cost(point):
         est = estimates[json.dumps(point, sort_keys=True)]
         return est.seconds if fits(est) else float("inf")
+
+    def judged(point):  # as fresh_children: a point the fit check rules out is never judged
+        return cost(point) < float("inf")
 
     rng = random.Random(seed)
     seen = {json.dumps(start, sort_keys=True)}
@@ -63,8 +70,9 @@ def beam_search(s, start: dict, goal: float, width=3, expansions=2, seed=0, limi
         for point in beam:
             moves = s.neighbours(point)
             rng.shuffle(moves)
-            fresh = [p for _, p in moves if json.dumps(p, sort_keys=True) not in seen][:expansions]
-            for child in fresh:
+            fresh = [p for _, p in moves if json.dumps(p, sort_keys=True) not in seen]
+            seen.update(json.dumps(p, sort_keys=True) for p in fresh if not judged(p))  # ruled out, for free
+            for child in [p for p in fresh if judged(p)][:expansions]:
                 seen.add(json.dumps(child, sort_keys=True))
                 evaluations += 1
                 if cost(child) <= goal:
@@ -76,7 +84,7 @@ def beam_search(s, start: dict, goal: float, width=3, expansions=2, seed=0, limi
         if new_beam == beam:
             break  # no progress: the beam is stuck in a local optimum
         beam = new_beam
-    return evaluations
+    return float("inf")  # never within 2%: counted as a miss, not as the evaluations it spent
 
 
 SEEDS = 7
@@ -86,7 +94,7 @@ def main() -> None:
     from maxkernel_tpu_pallas.api import fits_vmem as fits
 
     target = sys.argv[1] if len(sys.argv) > 1 else "v5e"
-    print(f"{'task':26} {'space':>6} {'beam evals':>10} {'fraction':>9}  best estimate (median of {SEEDS} seeds)")
+    print(f"{'task':26} {'fit/space':>9} {'beam evals':>10} {'fraction':>9}  best estimate (median of {SEEDS} seeds)")
     worst = 0.0
     for task_dir in TASKS:
         task, s = synthesize(task_dir, target)
@@ -96,9 +104,9 @@ def main() -> None:
         start = min((p for p, _ in fitting), key=lambda p: sum(v for k, v in p.items() if k.startswith("BLOCK")))
         runs = sorted(beam_search(s, start, best * 1.02, seed=seed) for seed in range(SEEDS))
         used = runs[len(runs) // 2]  # the median over seeds: one lucky shuffle proves nothing
-        fraction = used / len(s.ranked)
+        fraction = used / len(fitting)  # what an exhaustive search would judge: every point that fits
         worst = max(worst, fraction)
-        print(f"{task.id:26} {len(s.ranked):>6} {used:>10} {fraction:>8.0%}  {best * 1e6:,.1f} us")
+        print(f"{task.id:26} {f'{len(fitting)}/{len(s.ranked)}':>9} {used:>10} {fraction:>8.0%}  {best * 1e6:,.1f} us")
     print(f"target (<= 25% of the exhaustive count on every task): {'met' if worst <= 0.25 else 'NOT met'}")
 
 
