@@ -23,7 +23,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from .staged_matmul import VMEM_LIMIT_BYTES, _finish, _pallas_matmul  # a candidate has them pasted above
-from .staged_planar import _planar_conv, _planar_conv_takes
+from .staged_planar import PLANAR_CHANNELS, _planar_conv, _planar_conv_takes
 
 # --- the staged runtime (pasted into candidates from here on) ---
 #: im2col patches above this size are built for one block of the batch at a time (they would not fit HBM).
@@ -34,7 +34,8 @@ def _conv_on_kernel(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dila
                     feature_group_count, out_dtype, tail=None):
     """A convolution in any layout, on the matmul kernel: brought to (N, spatial..., C) x (window..., C/G, O).
     A tail (whose side operands are (1, O) lane vectors, and (O, 1, 1) columns after a channels-first
-    transpose) is fused into the direct kernel and the one-group im2col matmul, and applied after the others."""
+    transpose) is fused into the few-channel and direct kernels and the one-group im2col matmul, and applied
+    after the others; one that ends in a spatial sum makes the result (N, O)."""
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     nsp = len(lhs_spec) - 2
     x = jnp.transpose(lhs, (lhs_spec[0], *lhs_spec[2:], lhs_spec[1]))
@@ -59,17 +60,16 @@ def _conv_on_kernel(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dila
 
 def _dense_conv(x, w, strides, rhs_dilation, groups, out_dtype, tail):
     """(the tail fused into the kernel or None, the output) of a VALID convolution of a padded input: on the
-    direct kernel where it takes it, else im2col. im2col's matmul stores (positions, O) tiles, so a
-    channels-first tail runs after it, as it does after a direct kernel that cannot store channels first."""
+    few-channel or the direct kernel where one takes it, else im2col. im2col's matmul stores (positions, O)
+    tiles, so a channels-first tail runs after it, as it does after a direct kernel that cannot store channels
+    first; only the few-channel kernel writes a tail's spatial sum."""
     kernel_dtype = tail.dot_dtype if tail else out_dtype
     plain = all(s == 1 for s in strides) and all(r == 1 for r in rhs_dilation) and groups == 1
-    first = bool(tail and tail.channels_first)
+    first, reduces = bool(tail and tail.channels_first), bool(tail and tail.reduces)
     if plain and x.ndim == 4 and _planar_conv_takes(x.shape[1:3], x.shape[3], w.shape[:2], w.shape[-1],
-                                                    x.dtype.itemsize, jnp.dtype(out_dtype).itemsize,
-                                                    bool(tail and tail.reduces)):
+                                                    x.dtype.itemsize, jnp.dtype(out_dtype).itemsize, reduces):
         out = _planar_conv(x, w, out_dtype, tail)  # NCHW (or (N, O) sums), the whole tail applied, in its dtype
-        return tail, out if first or (tail and tail.reduces) else jnp.transpose(out, (0, 2, 3, 1))
-    reduces = bool(tail and tail.reduces)  # only the few-channel kernel sums its output
+        return tail, out if first or reduces else jnp.transpose(out, (0, 2, 3, 1))
     if plain and _direct_conv_fits(x, w):
         fused = tail if not reduces and (not first or _channels_first_fits(x, w, out_dtype)) else None
         return fused, _direct_conv(x, w, out_dtype if fused else kernel_dtype, fused)
@@ -96,7 +96,7 @@ def _direct_conv_takes(spatial, c, window, item):
     fit. Small check sizes and full sizes of one task take the same path when their channels agree. (The planner
     asks this too, with the shapes it reads from the jaxpr.)"""
     planes, (_, width, _) = (window[0] if len(window) == 3 else 1), _direct_read(spatial[-1], window[-1])
-    return c >= 16 and planes * spatial[-2] * _sublane_width(width) * -(-c // 128) * 128 * item <= DIRECT_IMAGE_BYTES
+    return c >= PLANAR_CHANNELS and planes * spatial[-2] * _sublane_width(width) * -(-c // 128) * 128 * item <= DIRECT_IMAGE_BYTES
 
 
 #: A direct convolution storing channels first keeps each image's output whole in VMEM: an f32 scratch it fills

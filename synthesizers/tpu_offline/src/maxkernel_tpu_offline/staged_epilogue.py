@@ -145,12 +145,16 @@ def _grow_tail(jaxpr, i, producer, claimed):
     return tail, sides
 
 
+def _nhwc_2d_convolution(kernel):
+    """Whether ``kernel`` is a 2-D convolution whose output is NHWC (the runtime's own layout for it)."""
+    return (kernel.primitive.name == "conv_general_dilated"
+            and tuple(kernel.params["dimension_numbers"].out_spec) == (0, 3, 1, 2))
+
+
 def _channels_first(kernel, eqn):
     """Whether ``eqn`` transposes the NHWC output of a 2-D convolution ``kernel`` to NCHW: the direct kernel
     then stores its tiles channels first (staged_conv._direct_conv), where XLA would make a transposing copy."""
-    if kernel.primitive.name != "conv_general_dilated" or eqn.primitive.name != "transpose":
-        return False
-    return (len(kernel.outvars[0].aval.shape) == 4 and tuple(kernel.params["dimension_numbers"].out_spec) == (0, 3, 1, 2)
+    return (_nhwc_2d_convolution(kernel) and eqn.primitive.name == "transpose"
             and tuple(eqn.params["permutation"]) == (0, 3, 1, 2))
 
 
@@ -159,14 +163,10 @@ def _spatial_sum(kernel, eqn, lanes):
     ``lanes``) over both spatial dims (39k's global mean): the few-channel kernel then writes per-channel sums
     (staged_planar), where XLA would read the whole output back. (Other kernels would leave the whole tail
     to XLA for it, so with more channels the sum stays outside the tail.)"""
-    if kernel.primitive.name != "conv_general_dilated" or eqn.primitive.name != "reduce_sum":
+    if not _nhwc_2d_convolution(kernel) or eqn.primitive.name != "reduce_sum":
         return False
-    lhs_spec, _, out_spec = kernel.params["dimension_numbers"]
-    if len(out_spec) != 4 or tuple(out_spec) != (0, 3, 1, 2):
-        return False
-    if kernel.invars[0].aval.shape[lhs_spec[1]] >= PLANAR_CHANNELS:
-        return False
-    return tuple(sorted(eqn.params["axes"])) == ((1, 2) if lanes is None else (2, 3))
+    channels = kernel.invars[0].aval.shape[kernel.params["dimension_numbers"].lhs_spec[1]]
+    return channels < PLANAR_CHANNELS and tuple(sorted(eqn.params["axes"])) == ((1, 2) if lanes is None else (2, 3))
 
 
 def _last(jaxpr, kernel, tail):
