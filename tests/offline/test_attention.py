@@ -236,6 +236,11 @@ def test_attention_declines_a_positional_prologue(tmp_path):
      "    s = jnp.einsum('bhqd,bhkd->bhqk', q, k) + jnp.where((i >= j) & (i - j < 64), 0.0, -jnp.inf)\n"
      "    return jnp.einsum('bhqk,bhkd->bhqd', jax.nn.softmax(s, axis=-1), v)",
      [Clause(1, -1, 0), Clause(-1, 1, 63)], True, 0),
+    # 2p's form: bf16 scores, jnp.tril's mask with a -1e9 fill, which bf16 rounds to -9.98e8 (still a mask)
+    ("q, k, v = (x.astype(jnp.bfloat16) for x in (q, k, v))\n"
+     "    s = jnp.einsum('bhqd,bhkd->bhqk', q, k) * 128 ** -0.5\n"
+     "    s = jnp.where(jnp.tril(jnp.ones((256, 256), dtype=bool)), s, -1e9)\n"
+     "    return jnp.einsum('bhqk,bhkd->bhqd', jax.nn.softmax(s, axis=-1), v)", [Clause(1, -1, 0)], True, 0),
     # a key-padding mask read from an input: a bias operand, no block skipping, normalised after the matmul
     ("s = jnp.where(idx[:, None, None, :] > 0, jnp.einsum('bhqd,bhkd->bhqk', q, k), -1e30)\n"
      "    e = jnp.exp(s - jnp.max(s, axis=-1, keepdims=True))\n"

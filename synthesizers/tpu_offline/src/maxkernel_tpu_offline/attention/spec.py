@@ -12,8 +12,11 @@ from attrs import define, field
 
 from .symbols import Lit, Node, Op
 
-#: a fill value at or below this (or -inf) masks a score out
-NEG_THRESHOLD = -1e9
+#: A fill value at or below this (or -inf) masks a score out: exp(fill - max) is 0 in f32 for any row whose
+#: kept scores are above it + 104. Not -1e9: a bf16 score pipeline rounds a -1e9 fill to -9.98e8 (2p's), which
+#: then read as an ordinary score op, applied in every block and never skipped. The staged runtime's
+#: MASK_FLOOR is the same floor.
+NEG_THRESHOLD = -1e6
 
 
 @define
