@@ -28,8 +28,8 @@ from attrs import define, field
 from maxkernel_core import pyast
 from maxkernel_tpu_pallas.api import MAX_GLUE_WORK_SHARE
 
-from . import (staged_attention, staged_attention_match, staged_conv, staged_epilogue, staged_matmul, staged_planar,
-               staged_runtime)
+from . import (staged_attention, staged_attention_match, staged_conv, staged_epilogue, staged_matmul, staged_paged,
+               staged_planar, staged_runtime)
 from .ir import Declined
 from .blocks import block_helper_source, itemsize, pipelined_operand, sublane_align
 
@@ -338,7 +338,8 @@ def _describe_planar(mm: Matmul, point: dict[str, int]) -> dict[str, Any]:
 
 def _runtime_source() -> str:
     """The runtime's modules below their markers, as one block of source."""
-    modules = (staged_matmul, staged_planar, staged_conv, staged_epilogue, staged_attention_match, staged_attention, staged_runtime)
+    modules = (staged_matmul, staged_planar, staged_conv, staged_epilogue, staged_attention_match, staged_paged,
+               staged_attention, staged_runtime)
     return "\n\n\n".join(inspect.getsource(module).split(MARKER, 1)[1].strip() for module in modules)
 
 

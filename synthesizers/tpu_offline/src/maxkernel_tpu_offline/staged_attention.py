@@ -25,6 +25,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from .staged_attention_match import _producers
+from .staged_paged import _paged_attention, _paged_sources, _per_item
 from .staged_epilogue import _bind_elementwise, _is_literal
 from .staged_matmul import VMEM_LIMIT_BYTES, _free_dims, _grouped, _tile
 
@@ -47,10 +48,11 @@ def _positions(jaxpr, plan, producer, tile, corner, scalars):
     """read(var) of the tail's positional values on a (rows, cols) tile whose corner is (row0, col0), each at
     its natural shape: (rows, 1) along the queries, (1, cols) along the keys, (1, 1) constant, so a causal
     mask costs one compare per score, not its whole expression. ``scalars``: the values of
-    ``plan.scalars()``; ``producer``: {var: index of its equation}. Folded rows are (group, query) pairs: a
-    row's query is its index modulo the queries."""
+    ``plan.scalars()`` and then of ``plan.batch_scalars()`` at the tile's batch item; ``producer``: {var: index
+    of its equation}. Folded rows are (group, query) pairs: a row's query is its index modulo the queries."""
     eqns = jaxpr.eqns
-    env = dict(zip(plan.scalars(), (jnp.full((1, 1), x, jnp.int32) for x in scalars), strict=True))
+    names = plan.scalars() + [v for v, _ in plan.batch_scalars()]
+    env = dict(zip(names, (jnp.full((1, 1), x, jnp.int32) for x in scalars), strict=True))
     period = eqns[plan.scores].outvars[0].aval.shape[-2] if plan.fold else None
 
     def read(v):
@@ -118,7 +120,7 @@ def _block_kinds(jaxpr, plan, m, n, bq, bk, mp, np_):
     below MASK_FLOOR for scores 0 and 1. Nothing is skipped when a row keeps no key (its weights are uniform
     over every key) or the mask is too large to evaluate (one kind, the whole tail)."""
     ni, nj = mp // bq, np_ // bk
-    if m * n > MASK_EVAL_LIMIT or plan.scalars():  # a scalar's value is not known before the program runs
+    if m * n > MASK_EVAL_LIMIT or plan.scalars() or plan.batch_scalars():  # not known before the program runs
         return np.ones(ni * nj, np.int32), [{}]
     full = _score_function(jaxpr, plan)
     low, high = (_host(lambda x=x: full(jnp.full((m, n), x, jnp.float32), 0, 0).astype(jnp.float32))
@@ -159,13 +161,15 @@ def _key_blocks(visible, ni, nj):
     return keys.reshape(-1)
 
 
-def _flash_kernel(kinds_ref, keys_ref, scalars_ref, q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref, *, tails, n,
-                  n_scalars):
+def _flash_kernel(kinds_ref, keys_ref, scalars_ref, batch_ref, q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref, *,
+                  tails, n, n_scalars, n_batch):
     """One (query block, key block) step of the online softmax, running max and sum lane-dense (bq, 128): the
-    step runs the tail of its block's kind (``_block_kinds``; kind 0 is skipped)."""
+    step runs the tail of its block's kind (``_block_kinds``; kind 0 is skipped). With per-item scalars
+    (``n_batch``) a step holds one batch item."""
     del keys_ref  # read by the index maps only
-    i, j, nj = pl.program_id(1), pl.program_id(2), pl.num_programs(2)
-    scalars = [scalars_ref[t] for t in range(n_scalars)]
+    g, i, j, nj = pl.program_id(0), pl.program_id(1), pl.program_id(2), pl.num_programs(2)
+    bq, bk = q_ref.shape[1], k_ref.shape[1]
+    scalars = [scalars_ref[t] for t in range(n_scalars)] + [batch_ref[g * n_batch + t] for t in range(n_batch)]
 
     @pl.when(j == 0)
     def _init():
@@ -175,21 +179,24 @@ def _flash_kernel(kinds_ref, keys_ref, scalars_ref, q_ref, k_ref, v_ref, o_ref, 
 
     for kind, tail in enumerate(tails, start=1):
         pl.when(kinds_ref[i * nj + j] == kind)(functools.partial(
-            _online_softmax_step, q_ref, k_ref, v_ref, m_ref, l_ref, acc_ref, i=i, j=j,
-            tail=functools.partial(tail, scalars=scalars), n=n))
+            _online_softmax_step, lambda: (q_ref[...], k_ref[...], v_ref[...]), m_ref, l_ref, acc_ref,
+            row0=i * bq, col0=j * bk, tail=functools.partial(tail, scalars=scalars), n=n))
 
     @pl.when(j == nj - 1)
     def _store():
         o_ref[...] = (acc_ref[...] / l_ref[..., :1]).astype(o_ref.dtype)
 
 
-def _online_softmax_step(q_ref, k_ref, v_ref, m_ref, l_ref, acc_ref, *, i, j, tail, n):
-    """hb heads' (bq, bk) scores at once: the tail, then the running max, sum and weighted v updated."""
-    bq, bk = q_ref.shape[1], k_ref.shape[1]
-    s = lax.dot_general(q_ref[...], k_ref[...], (((2,), (2,)), ((0,), (0,))), preferred_element_type=jnp.float32)
-    s = tail(s, i * bq, j * bk).astype(jnp.float32)
+def _online_softmax_step(load, m_ref, l_ref, acc_ref, *, row0, col0, tail, n):
+    """hb heads' (bq, bk) scores at once, on the (hb, bq, d) q and (hb, bk, d) k and (hb, bk, e) v that
+    ``load()`` reads, the tile's first row and column at (row0, col0): the tail, then the running max, sum and
+    weighted v updated."""
+    q, k, v = load()
+    bk = k.shape[1]
+    s = lax.dot_general(q, k, (((2,), (2,)), ((0,), (0,))), preferred_element_type=jnp.float32)
+    s = tail(s, row0, col0).astype(jnp.float32)
     if n is not None:  # padded keys weigh nothing
-        s = jnp.where(lax.broadcasted_iota(jnp.int32, (1, bk), 1) + j * bk < n, s, -jnp.inf)
+        s = jnp.where(lax.broadcasted_iota(jnp.int32, (1, bk), 1) + col0 < n, s, -jnp.inf)
     m_prev = m_ref[...]
     m_new = jnp.maximum(m_prev, jnp.max(s, axis=2, keepdims=True))
     m_safe = jnp.where(m_new == -jnp.inf, 0.0, m_new)  # a row all -inf so far: no NaN from -inf - -inf
@@ -197,20 +204,22 @@ def _online_softmax_step(q_ref, k_ref, v_ref, m_ref, l_ref, acc_ref, *, i, j, ta
     alpha = jnp.exp(m_prev - m_safe)
     l_ref[...] = alpha * l_ref[...] + jnp.sum(p, axis=2, keepdims=True)
     acc_ref[...] = alpha[..., :1] * acc_ref[...] + lax.dot_general(
-        p.astype(v_ref.dtype), v_ref[...], (((2,), (1,)), ((0,), (0,))), preferred_element_type=jnp.float32)
+        p.astype(v.dtype), v, (((2,), (1,)), ((0,), (0,))), preferred_element_type=jnp.float32)
     m_ref[...] = m_new
 
 
-def _flash_attention(q, k, v, jaxpr, plan, scalars, out_dtype):
+def _flash_attention(q, k, v, jaxpr, plan, scalars, per_item, out_dtype):
     """softmax(tail(q kᵀ)) v for (B, M, D) q, (B, N, D) k, (B, N, E) v: grid (B, M/bq, N/bk), keys innermost
     and "arbitrary"; fully masked key blocks skipped and not fetched, the mask computed only on blocks it
-    cuts through (``_block_kinds``, ``_key_blocks``)."""
+    cuts through (``_block_kinds``, ``_key_blocks``). ``per_item``: the tail's per-item scalars, flattened
+    (item, scalar); with any, a step holds one item."""
     b, m, d = q.shape
     n, e = v.shape[1], v.shape[2]
+    n_batch = len(plan.batch_scalars())
     bq, mp = _tile(m, FLASH_BLOCK_Q, 8 * max(4 // q.dtype.itemsize, 1))
     bk, np_ = _tile(n, FLASH_BLOCK_K, 128)
     ni, nj = mp // bq, np_ // bk
-    hb = max(h for h in range(1, b + 1) if b % h == 0 and h * bq * bk * 4 <= FLASH_SCORE_BYTES)
+    hb = 1 if n_batch else max(h for h in range(1, b + 1) if b % h == 0 and h * bq * bk * 4 <= FLASH_SCORE_BYTES)
     kinds, variants = _block_kinds(jaxpr, plan, m, n, bq, bk, mp, np_)
     keys = _key_blocks(kinds != 0, ni, nj)
     q = jnp.pad(q, ((0, 0), (0, mp - m), (0, 0))) if mp != m else q
@@ -218,44 +227,55 @@ def _flash_attention(q, k, v, jaxpr, plan, scalars, out_dtype):
         k, v = (jnp.pad(x, ((0, 0), (0, np_ - n), (0, 0))) for x in (k, v))
     out = pl.pallas_call(
         functools.partial(_flash_kernel, tails=[_score_function(jaxpr, plan, c) for c in variants],
-                          n=n if np_ != n else None, n_scalars=len(scalars)),
+                          n=n if np_ != n else None, n_scalars=len(scalars), n_batch=n_batch),
         out_shape=jax.ShapeDtypeStruct((b, mp, e), out_dtype),
         grid_spec=pltpu.PrefetchScalarGridSpec(
-            num_scalar_prefetch=3, grid=(b // hb, ni, nj),
-            in_specs=[pl.BlockSpec((hb, bq, d), lambda g, i, j, kinds, ks, sc: (g, i, 0)),
-                      pl.BlockSpec((hb, bk, d), lambda g, i, j, kinds, ks, sc: (g, ks[i * nj + j], 0)),
-                      pl.BlockSpec((hb, bk, e), lambda g, i, j, kinds, ks, sc: (g, ks[i * nj + j], 0))],
-            out_specs=pl.BlockSpec((hb, bq, e), lambda g, i, j, kinds, ks, sc: (g, i, 0)),
+            num_scalar_prefetch=4, grid=(b // hb, ni, nj),
+            in_specs=[pl.BlockSpec((hb, bq, d), lambda g, i, j, kinds, ks, *_: (g, i, 0)),
+                      pl.BlockSpec((hb, bk, d), lambda g, i, j, kinds, ks, *_: (g, ks[i * nj + j], 0)),
+                      pl.BlockSpec((hb, bk, e), lambda g, i, j, kinds, ks, *_: (g, ks[i * nj + j], 0))],
+            out_specs=pl.BlockSpec((hb, bq, e), lambda g, i, j, kinds, ks, *_: (g, i, 0)),
             scratch_shapes=[pltpu.VMEM((hb, bq, 128), jnp.float32), pltpu.VMEM((hb, bq, 128), jnp.float32),
                             pltpu.VMEM((hb, bq, e), jnp.float32)]),
         compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "arbitrary"),
                                              vmem_limit_bytes=VMEM_LIMIT_BYTES),
-    )(jnp.asarray(kinds), jnp.asarray(keys), jnp.stack([*scalars, jnp.int32(0)]).astype(jnp.int32), q, k, v)
+    )(jnp.asarray(kinds), jnp.asarray(keys), jnp.stack([*scalars, jnp.int32(0)]).astype(jnp.int32),
+      jnp.concatenate([per_item, jnp.zeros((1,), jnp.int32)]), q, k, v)
     return out[:, :m] if mp != m else out
 
 
 def _attention_on_kernel(jaxpr, plan, read, repeats):
     """The output matmul's value of an attention (``_Attention``), computed by the flash kernel: q, k and v
     brought to (B, M, D), (B, N, D) and (B, N, E), the result back to the output matmul's layout. A fold
-    reads k and v before their repeat and puts the group on q's rows (group-major)."""
+    reads k and v before their repeat and puts the group on q's rows (group-major). Keys and values that are
+    pages of a cache (``_paged_sources``) are read by the paged kernel from the cache itself."""
     d1, d2 = jaxpr.eqns[plan.scores], jaxpr.eqns[plan.out]
     (lc, rc), (lb, rb) = d1.params["dimension_numbers"]
     vc, vb = (dims[1 - plan.p_side] for dims in d2.params["dimension_numbers"])
     k_var, v_var = d1.invars[1], d2.invars[1 - plan.p_side]
-    q, k, v = read(d1.invars[0]), read(repeats[k_var][0] if plan.fold else k_var), \
-        read(repeats[v_var][0] if plan.fold else v_var)
-    lf, rf, vf = _free_dims(q, lc, lb), _free_dims(k, rc, rb), _free_dims(v, vc, vb)
-    batch, e_dims, g = [k.shape[x] for x in rb], [v.shape[x] for x in vf], plan.fold[1] if plan.fold else 1
-    dtype = jnp.promote_types(q.dtype, k.dtype)
+    k_src, v_src = (repeats[x][0] if plan.fold else x for x in (k_var, v_var))
+    q, k_aval, v_aval = read(d1.invars[0]), k_src.aval, v_src.aval
+    lf, rf, vf = _free_dims(q, lc, lb), _free_dims(k_aval, rc, rb), _free_dims(v_aval, vc, vb)
+    batch, e_dims, g = [k_aval.shape[x] for x in rb], [v_aval.shape[x] for x in vf], plan.fold[1] if plan.fold else 1
+    dtype = jnp.promote_types(q.dtype, k_aval.dtype)
     if plan.fold:  # q's head dim as (kv head, group), the group before the queries
         h = lb[plan.fold[0]]
         q = q.reshape(*q.shape[:h], q.shape[h] // g, g, *q.shape[h + 1:])
         lb, lf, lc = ([x + (x > h) for x in dims] for dims in (lb, lf, lc))
         lf = [h + 1, *lf]
-    qc, kc = _grouped(q, lb, lf, lc).astype(dtype), _grouped(k, rb, rf, rc).astype(dtype)
-    vcan = _grouped(v, vb, vc, vf)
+    qc = _grouped(q, lb, lf, lc).astype(dtype)
     scalars = [read(x) for x in plan.scalars()]
-    out = _flash_attention(qc, kc, vcan, jaxpr, plan, scalars, d2.outvars[0].aval.dtype)
+    per_item = jnp.stack([_per_item(read(x), axes, batch) for x, axes in plan.batch_scalars()], axis=-1).reshape(-1) \
+        if plan.batch_scalars() else jnp.zeros((0,), jnp.int32)
+    paged = _paged_sources(jaxpr, k_src, v_src, (rb, rc, vb, vc), dtype, qc.shape[1])
+    if paged is not None:
+        (k_cache, k_table), (v_cache, v_table) = ((read(c), read(t)) for c, t in paged)
+        out = _paged_attention(qc, k_cache.astype(dtype), v_cache, k_table, v_table, tail=_score_function(jaxpr, plan),
+                               step=_online_softmax_step, scalars=scalars, batch_values=per_item,
+                               n_batch=len(plan.batch_scalars()), out_dtype=d2.outvars[0].aval.dtype)
+    else:
+        kc, vcan = _grouped(read(k_src), rb, rf, rc).astype(dtype), _grouped(read(v_src), vb, vc, vf)
+        out = _flash_attention(qc, kc, vcan, jaxpr, plan, scalars, per_item, d2.outvars[0].aval.dtype)
     nb, m = len(batch), qc.shape[1] // g
     out = out.reshape(*batch, g, m, *e_dims)
     if plan.fold:  # (.., kv head, .., group, queries, ..) -> (.., head, .., queries, ..)

@@ -10,9 +10,10 @@ An attention here is, by equation,
 
 whose every value but ``o`` is used inside it alone. The tail's other operands
 must be literals, *positional* values (iota, literals and elementwise ops on
-them, an iota along the query or key axis only) or int32 scalars of the
-program; anything else (a bias read per score) leaves the attention to the
-matmul kernels. k and v may be ``jnp.repeat``ed over a batch dim together
+them, an iota along the query or key axis only), int32 scalars of the
+program, or int32 values that vary along batch axes alone (a decode's
+per-sequence lengths under ``vmap``: one scalar per batch item); anything else
+(a bias read per score) leaves the attention to the matmul kernels. k and v may be ``jnp.repeat``ed over a batch dim together
 (grouped-query attention): the kernel then reads them once.
 """
 
@@ -26,8 +27,9 @@ from .staged_epilogue import _TAIL_PRIMS, _is_literal
 class _Attention(typing.NamedTuple):
     """One attention in a jaxpr, by equation index: the scores' matmul, their elementwise tail, the softmax,
     the output matmul and which of its operands the weights are; ``positional``: {var: the score axis ("b",
-    "m" or "n") each of its dims runs along} for every value the tail computes from positions alone, or
-    "scalar" for an int32 scalar of the program it reads (a sequence's length); ``fold``: (batch position, g)
+    "m" or "n"; batch axes are "b0", "b1", ...) each of its dims runs along} for every value the tail computes
+    from positions alone, "scalar" for an int32 scalar of the program it reads (a sequence's length), or
+    ("batch", its dims' axes) for an int32 value along batch axes alone (a length per sequence); ``fold``: (batch position, g)
     when k and v are ``jnp.repeat``ed g times along that batch dim (grouped-query attention), else None."""
 
     scores: int
@@ -43,6 +45,10 @@ class _Attention(typing.NamedTuple):
 
     def scalars(self):
         return [v for v, axes in self.positional.items() if axes == "scalar"]
+
+    def batch_scalars(self):
+        """[(var, the score axis of each of its dims)] for the int32 values that vary along batch axes alone."""
+        return [(v, axes[1]) for v, axes in self.positional.items() if isinstance(axes, tuple) and axes[:1] == ("batch",)]
 
 
 def _attention_plans(jaxpr, repeats):
@@ -88,7 +94,7 @@ def _attention_at(jaxpr, out, side, producer, repeats):
     contracted, batch = (dims[side] for dims in dot2.params["dimension_numbers"])
     if tuple(contracted) != (nb + 1,) or tuple(batch) != tuple(range(nb)):
         return None
-    axes = ("b",) * nb + ("m", "n")
+    axes = tuple(f"b{i}" for i in range(nb)) + ("m", "n")
     positional, tail, v = {}, [], s
     while v in producer and eqns[producer[v]].primitive.name != "dot_general":
         e = eqns[producer[v]]
@@ -107,7 +113,10 @@ def _attention_at(jaxpr, out, side, producer, repeats):
     if len(lb) != nb or q.aval.ndim - len(lc) - len(lb) != 1 or k.aval.ndim - len(rc) - len(rb) != 1:
         return None
     fold = _fold(q, k, rb, dot2, side, repeats)
-    return None if fold is False else _Attention(scores, tail[::-1], softmax, out, side, positional, fold)
+    plan = None if fold is False else _Attention(scores, tail[::-1], softmax, out, side, positional, fold)
+    if plan and fold and any(f"b{fold[0]}" in along for _, along in plan.batch_scalars()):
+        return None  # a per-item value that varies over a kv head's query group: the group is on the rows
+    return plan
 
 
 def _fold(q, k, k_batch, dot2, side, repeats):
@@ -177,12 +186,13 @@ def _is_op(jaxpr, v, name, producer, axes):
 
 def _positional(jaxpr, v, axes, producer, found):
     """Whether ``v`` is computed from positions alone (iota, literals and elementwise ops on them) with its dims
-    along score axes ``axes`` ("b" batch, "m" queries, "n" keys, None: a size-1 dim), an iota only along "m"
-    or "n"; ``found`` gets {value: its axes} for v and everything it is made from."""
+    along score axes ``axes`` ("b0", "b1", ... batch, "m" queries, "n" keys, None: a size-1 dim), an iota only
+    along "m" or "n"; ``found`` gets {value: its axes} for v and everything it is made from. An int32 value
+    that is none of these is a scalar of the program (0-d) or one per batch item (dims along batch axes only)."""
     if _is_literal(v):
         return True
     if v in found:
-        return found[v] in (axes, "scalar")
+        return found[v] in (axes, "scalar", ("batch", axes))
     e = jaxpr.eqns[producer[v]] if v in producer else None
     name = e.primitive.name if e is not None else None
     if e is None:
@@ -199,6 +209,11 @@ def _positional(jaxpr, v, axes, producer, found):
         ok = False
     if not ok and v.aval.ndim == 0 and v.aval.dtype == np.int32:
         ok, axes = True, "scalar"
+    elif not ok and v.aval.dtype == np.int32 and len(axes) == v.aval.ndim:
+        along = tuple(None if n == 1 else a for a, n in zip(axes, v.aval.shape, strict=True))
+        named = [a for a in along if a is not None]
+        if named and all(a[0] == "b" for a in named) and len(set(named)) == len(named):
+            ok, axes = True, ("batch", along)
     if ok:
         found[v] = axes
     return ok
