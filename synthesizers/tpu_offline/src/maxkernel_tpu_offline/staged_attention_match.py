@@ -207,13 +207,23 @@ def _positional(jaxpr, v, axes, producer, found):
         ok = all(_positional(jaxpr, u, axes if u.aval.ndim == len(axes) else (), producer, found) for u in e.invars)
     else:
         ok = False
-    if not ok and v.aval.ndim == 0 and v.aval.dtype == np.int32:
-        ok, axes = True, "scalar"
-    elif not ok and v.aval.dtype == np.int32 and len(axes) == v.aval.ndim:
-        along = tuple(None if n == 1 else a for a, n in zip(axes, v.aval.shape, strict=True))
-        named = [a for a in along if a is not None]
-        if named and all(a[0] == "b" for a in named) and len(set(named)) == len(named):
-            ok, axes = True, ("batch", along)
+    if not ok:
+        axes = _program_int(v, axes)
+        ok = axes is not None
     if ok:
         found[v] = axes
     return ok
+
+
+def _program_int(v, axes):
+    """How the kernel reads an int32 value of the program that is not positional: "scalar" for a 0-d one,
+    ("batch", its dims' axes) for one along distinct batch axes alone (a length per sequence); else None."""
+    if v.aval.dtype != np.int32:
+        return None
+    if v.aval.ndim == 0:
+        return "scalar"
+    if len(axes) != v.aval.ndim:
+        return None
+    along = tuple(None if n == 1 else a for a, n in zip(axes, v.aval.shape, strict=True))
+    named = [a for a in along if a is not None]
+    return ("batch", along) if named and all(a[0] == "b" for a in named) and len(set(named)) == len(named) else None
