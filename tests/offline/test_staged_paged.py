@@ -46,14 +46,16 @@ class _Pallas:  # the page copies and their semaphores need the TPU interpreter
 
 def _run(program, args, block_keys):
     """The program through the staged runtime (kernels interpreted, ``block_keys`` keys a paged step) against
-    itself; the paged kernel's calls: (k cache shape, pages per block), and the flash kernel's: ("flash", its
-    per-item scalars)."""
+    itself; the paged kernel's calls: (k cache shape, pages per block, (first head, stride) of k and v, whether
+    they share a cache), and the flash kernel's: ("flash", its per-item scalars)."""
     calls, paged, flash = [], staged_paged._paged_attention, staged_attention._flash_attention
     per_block = staged_paged._pages_per_block
 
-    def spy(q, k_cache, *a, **kw):
-        calls.append((k_cache.shape, per_block(a[1].shape[1], *k_cache.shape[1:], k_cache.dtype.itemsize, q.shape[1])))
-        return paged(q, k_cache, *a, **kw)
+    def spy(q, pages, read, **kw):
+        cache, table = read(pages[0].cache), read(pages[0].table)
+        size = per_block(table.shape[-2], cache.shape[1], cache[0].size * cache.dtype.itemsize, q.shape[1])
+        calls.append((cache.shape, size, [(x.head0, x.stride) for x in pages], pages[0].cache is pages[1].cache))
+        return paged(q, pages, read, **kw)
 
     def flash_spy(q, k, v, jaxpr, plan, scalars, per_item, out_dtype):
         calls.append(("flash", per_item.shape))
@@ -78,7 +80,8 @@ def test_a_paged_decode_reads_its_pages_on_the_kernel_exactly(dtype, block_keys)
     rows = 16 if dtype == jnp.bfloat16 else 8
     args = _decode_inputs(dtype, rows)
     calls = _run(_reference().computation, args, block_keys)
-    assert calls == [(args[1].shape, min(block_keys // rows, 8))]  # one kernel, reading the cache itself
+    # one kernel, reading the caches themselves, every head of each
+    assert calls == [(args[1].shape, min(block_keys // rows, 8), [(0, 1), (0, 1)], False)]
 
 
 def test_the_decode_program_never_gathers_its_cache():
@@ -120,3 +123,45 @@ def test_pages_the_kernel_cannot_hold_as_tiles_are_gathered_as_before():
     kernel, one batch item a step, reads each sequence's length from its prefetched lengths."""
     args = _decode_inputs(jnp.float32, 4)
     assert _run(_reference().computation, args, 1024) == [("flash", (3 * 2,))]  # a length per (sequence, kv head)
+
+
+def test_an_unrolled_prefill_over_a_cache_of_interleaved_k_and_v_heads_copies_each_page_once():
+    """7p's form: sequences unrolled, each reading its pages by its row of the table, k at the even heads of
+    a page and v at the odd ones, its length a scalar of the program, a causal mask over its last queries."""
+    t, hq, hkv, d, rows, per_seq = 8, 4, 2, 128, 8, 8
+
+    def prefill(queries, kv_pages, lengths, table):
+        outs = []
+        for i in range(2):
+            q = queries[i * t:(i + 1) * t]
+            pages = kv_pages[table[i]]
+            k, v = (jnp.repeat(pages[:, :, h::2, :].reshape(-1, hkv, d), hq // hkv, axis=1) for h in (0, 1))
+            scores = jnp.einsum("qhd,khd->hqk", q, k) * d ** -0.5
+            q_pos = lengths[i] - t + jax.lax.broadcasted_iota(jnp.int32, scores.shape, 1)
+            k_pos = jax.lax.broadcasted_iota(jnp.int32, scores.shape, 2)
+            scores = jnp.where((q_pos < k_pos) | (k_pos >= lengths[i]), -1e30, scores)
+            outs.append(jnp.einsum("hqk,khd->qhd", jax.nn.softmax(scores, axis=-1), v))
+        return jnp.concatenate(outs)
+
+    keys = jax.random.split(jax.random.key(3), 2)
+    args = (jax.random.normal(keys[0], (2 * t, hq, d)), jax.random.normal(keys[1], (2 * per_seq, rows, 2 * hkv, d)),
+            jnp.array([3 * rows + 5, per_seq * rows], jnp.int32),
+            jnp.asarray(np.random.default_rng(1).permutation(2 * per_seq).reshape(2, per_seq), jnp.int32))
+    calls = _run(prefill, args, 32)
+    assert calls == [(args[1].shape, 4, [(0, 2), (1, 2)], True)] * 2
+
+
+@pytest.mark.parametrize("read_keys, paged", [
+    (lambda c, t: c[t].reshape(2, 64, 2, 128), True),  # whole pages, the page axis merged with the rows
+    (lambda c, t: c[t][:, :, ::2].reshape(2, 32, 2, 128), False),  # every other page row: not whole pages
+    (lambda c, t: c[t][:, :, :, :, :64].reshape(2, 64, 2, 64), False),  # part of the head dim
+    (lambda c, t: c[t].transpose(0, 2, 1, 3, 4).reshape(2, 64, 2, 128), False),  # rows before pages
+    (lambda c, t: c[t[:, :, None]].reshape(2, 64, 2, 128), False),  # an extra index dim
+])
+def test_only_whole_pages_merged_into_a_key_axis_are_read_as_pages(read_keys, paged):
+    cache, table = jnp.zeros((16, 8, 2, 128)), jnp.zeros((2, 8), jnp.int32)
+    jaxpr = jax.make_jaxpr(read_keys)(cache, table).jaxpr
+    found = staged_paged._paged_source(jaxpr, jaxpr.outvars[0], staged_attention_match._producers(jaxpr))
+    assert (found is not None) == paged
+    if paged:
+        assert found.cache is jaxpr.invars[0] and (found.head0, found.stride) == (0, 1)

@@ -269,10 +269,9 @@ def _attention_on_kernel(jaxpr, plan, read, repeats):
         if plan.batch_scalars() else jnp.zeros((0,), jnp.int32)
     paged = _paged_sources(jaxpr, k_src, v_src, (rb, rc, vb, vc), dtype, qc.shape[1])
     if paged is not None:
-        (k_cache, k_table), (v_cache, v_table) = ((read(c), read(t)) for c, t in paged)
-        out = _paged_attention(qc, k_cache.astype(dtype), v_cache, k_table, v_table, tail=_score_function(jaxpr, plan),
-                               step=_online_softmax_step, scalars=scalars, batch_values=per_item,
-                               n_batch=len(plan.batch_scalars()), out_dtype=d2.outvars[0].aval.dtype)
+        out = _paged_attention(qc, paged, read, tail=_score_function(jaxpr, plan), step=_online_softmax_step,
+                               scalars=scalars, batch_values=per_item, n_batch=len(plan.batch_scalars()),
+                               out_dtype=d2.outvars[0].aval.dtype)
     else:
         kc, vcan = _grouped(read(k_src), rb, rf, rc).astype(dtype), _grouped(read(v_src), vb, vc, vf)
         out = _flash_attention(qc, kc, vcan, jaxpr, plan, scalars, per_item, d2.outvars[0].aval.dtype)
