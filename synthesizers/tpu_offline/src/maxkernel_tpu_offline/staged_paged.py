@@ -11,8 +11,11 @@ needs itself (``make_async_copy``, whole pages, every head of a page at once:
 each page crosses HBM once. Grid ``(batch, key blocks)``, keys innermost and
 "arbitrary"; a step runs the online softmax of ``staged_attention.py`` once per
 kv head on that head's rows of the page buffer (a sublane-strided read), its
-query group on the rows. No block is skipped: what the tail masks (the keys
-past a sequence's length) is computed and weighs nothing, as in the reference.
+query group on the rows. A table may list one item's pages (7p unrolls its
+sequences), and k and v may be every other head of one cache (7p's k at the
+even heads of a page, v at the odd): they then share the copies. No block is
+skipped: what the tail masks (the keys past a sequence's length) is computed
+and weighs nothing, as in the reference.
 """
 
 import functools
@@ -200,6 +203,6 @@ def _paged_attention(q, pages, read, *, tail, step, scalars, batch_values, n_bat
                pltpu.VMEM((heads, m, 128), jnp.float32), pltpu.VMEM((heads, m, e), jnp.float32)]),
         compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary"),
                                              vmem_limit_bytes=VMEM_LIMIT_BYTES),
-    )(*tables, jnp.concatenate([jnp.stack([*scalars, pad[0]]).astype(jnp.int32)]),
+    )(*tables, jnp.stack([*scalars, pad[0]]).astype(jnp.int32),
       jnp.concatenate([batch_values, pad]), q.reshape(n_items, heads, m, d), *caches)
     return out.reshape(n_items * heads, m, e)
