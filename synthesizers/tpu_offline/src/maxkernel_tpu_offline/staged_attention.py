@@ -26,7 +26,7 @@ from jax.experimental.pallas import tpu as pltpu
 
 from .staged_attention_match import _producers
 from .staged_epilogue import _bind_elementwise, _is_literal
-from .staged_matmul import VMEM_LIMIT_BYTES, _free_dims, _grouped, _tile
+from .staged_matmul import VMEM_LIMIT_BYTES, _free_dims, _grouped, _sublane_tile, _tile
 from .staged_paged import _paged_attention, _paged_sources, _per_item
 
 # --- the staged runtime (pasted into candidates from here on) ---
@@ -216,7 +216,7 @@ def _flash_attention(q, k, v, jaxpr, plan, scalars, per_item, out_dtype):
     b, m, d = q.shape
     n, e = v.shape[1], v.shape[2]
     n_batch = len(plan.batch_scalars())
-    bq, mp = _tile(m, FLASH_BLOCK_Q, 8 * max(4 // q.dtype.itemsize, 1))
+    bq, mp = _tile(m, FLASH_BLOCK_Q, _sublane_tile(q.dtype.itemsize))
     bk, np_ = _tile(n, FLASH_BLOCK_K, 128)
     ni, nj = mp // bq, np_ // bk
     hb = 1 if n_batch else max(h for h in range(1, b + 1) if b % h == 0 and h * bq * bk * 4 <= FLASH_SCORE_BYTES)

@@ -22,7 +22,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from .staged_matmul import VMEM_LIMIT_BYTES, _finish, _pallas_matmul  # a candidate has them pasted above
+from .staged_matmul import VMEM_LIMIT_BYTES, _finish, _pallas_matmul, _round_up  # a candidate has them pasted above
 from .staged_planar import PLANAR_CHANNELS, _planar_conv, _planar_conv_takes
 
 # --- the staged runtime (pasted into candidates from here on) ---
@@ -96,7 +96,7 @@ def _direct_conv_takes(spatial, c, window, item):
     fit. Small check sizes and full sizes of one task take the same path when their channels agree. (The planner
     asks this too, with the shapes it reads from the jaxpr.)"""
     planes, (_, width, _) = (window[0] if len(window) == 3 else 1), _direct_read(spatial[-1], window[-1])
-    return c >= PLANAR_CHANNELS and planes * spatial[-2] * _sublane_width(width) * -(-c // 128) * 128 * item <= DIRECT_IMAGE_BYTES
+    return c >= PLANAR_CHANNELS and planes * spatial[-2] * _sublane_width(width) * _round_up(c, 128) * item <= DIRECT_IMAGE_BYTES
 
 
 #: A direct convolution storing channels first keeps each image's output whole in VMEM: an f32 scratch it fills
@@ -117,15 +117,14 @@ def _channels_first_takes(spatial, c, window, o, item, out_item):
     if len(window) != 2:
         return False
     g = _direct_geometry(spatial, c, window, o, item)
-    sub = lambda n, tile: -(-n // tile) * tile  # noqa: E731
-    scratch = o * sub(g["oh"], 8) * 128 * 4
-    block = o * sub(g["oh"], 32 // out_item) * sub(g["ow"], 128) * out_item
+    scratch = o * _round_up(g["oh"], 8) * 128 * 4
+    block = o * _round_up(g["oh"], 32 // out_item) * _round_up(g["ow"], 128) * out_item
     return g["row"] <= 128 and scratch + 2 * block <= CHANNELS_FIRST_BYTES
 
 
 def _sublane_width(width):
     """A width as a whole number of sublane tiles (16 rows, bf16's tile)."""
-    return -(-width // 16) * 16
+    return _round_up(width, 16)
 
 
 def _direct_read(w, kw):
@@ -149,8 +148,7 @@ def _direct_geometry(spatial, c, window, o, item):
     oh, ow = h - kh + 1, w - kw + 1
     shifted, width, row = _direct_read(w, kw)
     k = planes * kh * c * (1 if shifted else kw)
-    lanes = lambda n: -(-n // 128) * 128  # noqa: E731
-    fits = lambda d: d * row * max(lanes(o) * 4, lanes(k) * item) <= DIRECT_ACC_BYTES  # noqa: E731
+    fits = lambda d: d * row * max(_round_up(o, 128) * 4, _round_up(k, 128) * item) <= DIRECT_ACC_BYTES  # noqa: E731
     rows = max(d for d in range(1, oh + 1) if oh % d == 0 and (fits(d) or d == 1))
     return {"planes": planes, "oh": oh, "ow": ow, "width": width, "row": row, "shifted": shifted, "rows": rows,
             "k": k, "dots": kw if shifted else 1}

@@ -60,6 +60,17 @@ class _Tail(typing.NamedTuple):
         return "lane" in self.forms
 
 
+def _sublane_tile(itemsize):
+    """Rows of a VMEM tile for elements of ``itemsize`` bytes: 8 for 32-bit, 16 for bf16, 32 for 8-bit (the
+    runtime's twin of blocks.sublane_align, which the planner uses)."""
+    return 8 * max(4 // itemsize, 1)
+
+
+def _round_up(n, tile):
+    """``n`` rounded up to a whole number of ``tile``s (the padded extent of a dim in VMEM tiles)."""
+    return -(-n // tile) * tile
+
+
 def _tile(n, target, align):
     """(block, padded extent): the largest aligned divisor of n up to target, else pad n to a multiple of
     an aligned block (a whole-dim block is legal too, but may not fit VMEM when n is large)."""
@@ -67,7 +78,7 @@ def _tile(n, target, align):
     if block <= target or n <= align:
         return block, n
     block = max(min(target, n) // align * align, align)
-    return block, -(-n // block) * block
+    return block, _round_up(n, block)
 
 
 def _matmul_kernel(x_ref, w_ref, *refs, tail=None):
@@ -97,7 +108,7 @@ def _pallas_matmul(x, w, out_dtype, tail=None):
     operands come as (1, 1, N) lane vectors or (B, M, N) arrays, tiled as the output is."""
     b, m, k = x.shape
     n = w.shape[2]
-    sub = 8 * max(4 // x.dtype.itemsize, 1)
+    sub = _sublane_tile(x.dtype.itemsize)
     bm, mp = _tile(m, _rows_target(k, n, x.dtype.itemsize, BLOCK_M, BLOCK_K, BLOCK_N), sub)
     bn, np_ = _tile(n, BLOCK_N, 128)
     bk, kp = _tile(k, BLOCK_K, 128)

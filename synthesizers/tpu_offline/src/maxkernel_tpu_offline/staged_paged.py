@@ -29,7 +29,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from .staged_attention_match import _producers
-from .staged_matmul import VMEM_LIMIT_BYTES
+from .staged_matmul import VMEM_LIMIT_BYTES, _sublane_tile
 
 # --- the staged runtime (pasted into candidates from here on) ---
 #: Keys per step (pages x rows), and the most one page buffer (one of k, v; one of two slots) may hold.
@@ -82,11 +82,16 @@ def _paged_source(jaxpr, v, producer):
     return _Pages(cache, table, head0, stride) if tuple(v.aval.shape) == merged else None
 
 
+def _copied(kp, vp):
+    """The ``_Pages`` the kernel copies: k's alone when v is read from the same cache by the same table."""
+    return [kp] if kp.cache is vp.cache and kp.table is vp.table else [kp, vp]
+
+
 def _paged_sources(jaxpr, k, v, dims, dtype, query_rows):
-    """(k's ``_Pages``, v's) when k and v are both pages of caches (``_paged_source``) listed by tables of one
-    shape, their batch and heads the products' batch dims (``dims``: the scores' k batch and contracting dims,
-    the output's v batch and contracting dims), k's cache already of the product's dtype, the page rows whole
-    sublane tiles, and a key block fits (``_pages_per_block``); else None."""
+    """(k's ``_Pages``, v's, pages per key block) when k and v are both pages of caches (``_paged_source``)
+    listed by tables of one shape, their batch and heads the products' batch dims (``dims``: the scores' k
+    batch and contracting dims, the output's v batch and contracting dims), k's cache already of the product's
+    dtype, the page rows whole sublane tiles, and a key block fits (``_pages_per_block``); else None."""
     producer = _producers(jaxpr)
     found = [_paged_source(jaxpr, x, producer) for x in (k, v)]
     if None in found:
@@ -97,13 +102,13 @@ def _paged_sources(jaxpr, k, v, dims, dtype, query_rows):
     if tuple(tuple(x) for x in dims) != (batch, (lead + 2,), batch, (lead,)) or kp.cache.aval.dtype != dtype \
             or kp.table.aval.shape != vp.table.aval.shape or k.aval.shape[:-1] != v.aval.shape[:-1]:
         return None
-    caches = [kp.cache] if kp.cache is vp.cache and kp.table is vp.table else [kp.cache, vp.cache]
-    rows = {c.aval.shape[1] for c in caches}
-    if len(rows) != 1 or any(c.aval.shape[1] % (8 * max(4 // np.dtype(c.aval.dtype).itemsize, 1)) for c in caches):
+    caches = [x.cache.aval for x in _copied(kp, vp)]
+    rows = {c.shape[1] for c in caches}
+    if len(rows) != 1 or any(c.shape[1] % _sublane_tile(np.dtype(c.dtype).itemsize) for c in caches):
         return None
-    page_bytes = max(math.prod(c.aval.shape[1:]) * np.dtype(c.aval.dtype).itemsize for c in caches)
+    page_bytes = max(math.prod(c.shape[1:]) * np.dtype(c.dtype).itemsize for c in caches)
     size = _pages_per_block(kp.table.aval.shape[-2], rows.pop(), page_bytes, query_rows)
-    return None if size is None else (kp, vp)
+    return None if size is None else (kp, vp, size)
 
 
 def _per_item(x, axes, batch):
@@ -174,16 +179,15 @@ def _paged_kernel(*refs, tail, step, per_item, n_caches, k_heads, v_heads, n_sca
 
 
 def _paged_attention(q, pages, read, *, tail, step, scalars, batch_values, n_batch, out_dtype):
-    """softmax(tail(q kᵀ)) v for q (items x H, M, D) whose keys and values are the ``_Pages`` ``pages`` (k's,
-    v's; ``read`` gives a var's value); the result (items x H, M, E) as the flash kernel's."""
-    kp, vp = pages
-    sources = [kp] if kp.cache is vp.cache and kp.table is vp.table else [kp, vp]
+    """softmax(tail(q kᵀ)) v for q (items x H, M, D) whose keys and values are the ``_Pages`` of ``pages`` (k's,
+    v's, and the pages per key block: ``_paged_sources``; ``read`` gives a var's value); the result
+    (items x H, M, E) as the flash kernel's."""
+    kp, vp, n_pages = pages
+    sources = _copied(kp, vp)
     caches = [read(x.cache) for x in sources]
     table = read(kp.table)
     per_item, n_items = table.shape[-2], math.prod(table.shape[:-2])
     heads, m, d, e = q.shape[0] // n_items, q.shape[1], q.shape[2], caches[-1].shape[-1]
-    rows = caches[0].shape[1]
-    n_pages = _pages_per_block(per_item, rows, max(math.prod(c.shape[1:]) * c.dtype.itemsize for c in caches), m)
     tables = [jnp.clip(read(x.table).reshape(-1), 0, c.shape[0] - 1).astype(jnp.int32)  # the gather's clamp
               for x, c in zip(sources, caches, strict=True)]
     pad = jnp.zeros((1,), jnp.int32)  # a prefetched array is never empty

@@ -21,7 +21,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from .staged_matmul import VMEM_LIMIT_BYTES  # a candidate has it pasted above
+from .staged_matmul import VMEM_LIMIT_BYTES, _round_up  # a candidate has them pasted above
 
 # --- the staged runtime (pasted into candidates from here on) ---
 #: Convolutions with fewer input channels than this run here (with more, the direct kernel's image is dense).
@@ -41,8 +41,8 @@ def _planar_geometry(spatial, c, window, o):
     whole number of lane tiles: the columns past W are computed and dropped), the channels padded to a
     sublane tile (zero weights), K, the input rows a row group reads and the output extent."""
     (h, w), (kh, kw) = spatial, window
-    width, cp = -(-w // 128) * 128, -(-c // 8) * 8
-    reads = -(-(PLANAR_ROWS + kh - 1) // 8) * 8
+    width, cp = _round_up(w, 128), _round_up(c, 8)
+    reads = _round_up(PLANAR_ROWS + kh - 1, 8)
     return {"h": h, "width": width, "cp": cp, "k": kh * kw * cp, "reads": reads, "oh": h - kh + 1,
             "ow": w - kw + 1, "groups": -(-(h - kh + 1) // PLANAR_ROWS)}
 
@@ -55,9 +55,8 @@ def _planar_conv_takes(spatial, c, window, o, item, out_item, reduces=False):
     if len(window) != 2 or c >= PLANAR_CHANNELS or window[0] > 9 or window[1] > spatial[1]:
         return False
     g = _planar_geometry(spatial, c, window, o)
-    sub = lambda n, tile: -(-n // tile) * tile  # noqa: E731
-    image = c * sub(g["h"], 32 // item) * g["width"] * item
-    out = 0 if reduces else 2 * o * sub(g["oh"], 32 // out_item) * sub(g["ow"], 128) * out_item
+    image = c * _round_up(g["h"], 32 // item) * g["width"] * item
+    out = 0 if reduces else 2 * o * _round_up(g["oh"], 32 // out_item) * _round_up(g["ow"], 128) * out_item
     group = PLANAR_ROWS * g["width"] * 4 * max(o, g["k"])
     return image <= PLANAR_IMAGE_BYTES and out <= PLANAR_OUT_BYTES and group <= PLANAR_ACC_BYTES
 
