@@ -3,7 +3,8 @@
 The last resort after the fused templates and the batch fallback: for
 computations with several matmuls (SwiGLU, MoE, MLA with its projections,
 Mamba-2's chunked scan), statistics that cross rows after a GEMM (BatchNorm
-over the batch, GroupNorm, a max over the batch) and convolutions (im2col).
+over the batch, GroupNorm, a max over the batch) and convolutions (the direct,
+few-channel or im2col kernels of staged_conv.py and staged_planar.py).
 The candidate runs the reference's own program through the interpreter of
 ``staged_runtime.py``; only the matmul and convolution equations change, so
 the result is exact by construction (an attention's softmax, run as the flash
@@ -17,6 +18,7 @@ has no kernel lowering (grouped ``ragged_dot``).
 from __future__ import annotations
 
 import ast
+import collections
 import functools
 import inspect
 import math
@@ -358,21 +360,29 @@ def _check_names(reference_source: str) -> None:
         raise Declined(f"the reference defines {', '.join(clash)}, a name the staged runtime uses")
 
 
+def _conv_kernels(convs: list[Matmul]) -> str:
+    """How the convolutions run, for the candidate's docstring: "1 on the few-channel kernel, 2 through im2col"."""
+    ways = collections.Counter("on the few-channel kernel" if mm.planar else "on the direct kernel" if mm.direct
+                               else "through im2col" for mm in convs)
+    return ", ".join(f"{count} {way}" for way, count in ways.items())
+
+
 def module_source(spec: StagedSpec, task_id: str, params: dict[str, int], reference_source: str, entry: str,
                   n_dynamic: int, header: str) -> str:
     _check_names(reference_source)
     renamed = re.sub(rf"^def {entry}\(", "def _reference(", reference_source, flags=re.M)
     args = [f"a{i}" for i in range(n_dynamic)]
-    convs = sum(mm.source == "conv_general_dilated" for mm in spec.matmuls)
-    what = f"{len(spec.matmuls) - convs} matmul(s)" + (f" and {convs} convolution(s) (im2col)" if convs else "")
+    convs = [mm for mm in spec.matmuls if mm.source == "conv_general_dilated"]
+    what = f"{len(spec.matmuls) - len(convs)} matmul(s)" + (
+        f" and {len(convs)} convolution(s) ({_conv_kernels(convs)})" if convs else "")
     left = ", ".join(sorted(spec.ops_left, key=lambda k: -spec.ops_left[k])[:8]) or "nothing"
     return "\n".join([
         header.format(
             title=f"Pallas matmul kernels for every matmul and convolution of {task_id}; the rest left to XLA.",
             template="staged", task_id=task_id,
             why=textwrap.fill(
-                f"Why: no fused template fits, so the reference's own program runs with its {what} on a tiled "
-                f"Pallas matmul kernel (f32 accumulator in VMEM, K innermost). The other ops ({left}; "
+                f"Why: no fused template fits, so the reference's own program runs with its {what} on Pallas "
+                f"kernels (matmuls tiled, f32 accumulator in VMEM, K innermost). The other ops ({left}; "
                 f"{spec.glue_share:.1%} of the arithmetic) are bound as the reference binds them, for XLA to "
                 "fuse around the kernels: exact by construction, but each matmul output makes one HBM round "
                 "trip that a fused epilogue would save.", 100),
