@@ -311,10 +311,8 @@ def test_the_planners_kernel_descriptions_are_what_the_judge_extracts(monkeypatc
     assert planned[6]["operands"][0]["block_shape"][1] == 4  # the group's 4 probability rows, not 128 x 1
 
 
-def test_declines_grouped_ragged_matmuls_and_elementwise_heavy_programs():
-    x, w, g = jnp.ones((64, 128)), jnp.ones((4, 128, 128)), jnp.full((4,), 16, jnp.int32)
-    with pytest.raises(Declined, match="ragged_dot_general .* no kernel lowering"):
-        analyse_staged(jax.make_jaxpr(lambda x, w, g: lax.ragged_dot(x, w, g))(x, w, g))
+def test_declines_programs_with_no_matmul():
+    x = jnp.ones((64, 128))
     with pytest.raises(Declined, match="no matmul or convolution"):
         analyse_staged(jax.make_jaxpr(lambda x: jnp.exp(x))(x))
 
@@ -332,7 +330,7 @@ def test_a_program_mostly_outside_its_matmul_is_declined_with_the_share(tmp_path
 @pytest.mark.slow
 @pytest.mark.parametrize("task_name, target", [("conv_batchnorm", "v5e"), ("conv_batchnorm", "v6e"),
                                                ("mlp_scan", "v5e"), ("attention_projected", "v6e"),
-                                               ("paged_decode", "v6e")])
+                                               ("paged_decode", "v6e"), ("grouped_experts", "v6e")])
 def test_staged_kernels_pass_the_cascade(tmp_path, task_name, target):
     session, backend = offline_session(tmp_path, TASKS / task_name, target)
     try:
@@ -348,6 +346,8 @@ def test_staged_kernels_pass_the_cascade(tmp_path, task_name, target):
         assert proof.passed and "of the reference's work" in proof.message
         if task_name == "paged_decode":  # Mosaic took the page copies and the strided head reads at full size
             assert "def _paged_kernel(" in candidate.code and verdict.details["compile"]["device_kind"] == "TPU v6 lite"
+        if task_name == "grouped_experts":  # the three ragged_dots on the grouped kernel, compiled at full size
+            assert "def _grouped_kernel(" in candidate.code and verdict.details["compile"]["device_kind"] == "TPU v6 lite"
     finally:
         backend.close()
 

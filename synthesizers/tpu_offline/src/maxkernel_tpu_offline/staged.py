@@ -2,7 +2,8 @@
 
 The last resort after the fused templates and the batch fallback: for
 computations with several matmuls (SwiGLU, MoE, MLA with its projections,
-Mamba-2's chunked scan), statistics that cross rows after a GEMM (BatchNorm
+Mamba-2's chunked scan), grouped matmuls (``lax.ragged_dot``, or a loop over groups
+that is one: one grouped kernel, staged_grouped.py), statistics that cross rows after a GEMM (BatchNorm
 over the batch, GroupNorm, a max over the batch) and convolutions (the direct,
 few-channel or im2col kernels of staged_conv.py and staged_planar.py).
 The candidate runs the reference's own program through the interpreter of
@@ -12,7 +13,7 @@ kernel's f32 online softmax, is exact to the tolerance), and the judge's proof o
 whether enough of the work is in the kernels. It is declined here when it
 could not be: when the arithmetic outside the matmuls is over
 ``MAX_GLUE_SHARE`` of the whole (a margin under the judge's own bound), or when a matmul
-has no kernel lowering (grouped ``ragged_dot``).
+has no kernel lowering (a ``ragged_dot_general`` in another form than ``lax.ragged_dot``'s).
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from attrs import define, field
 from maxkernel_core import pyast
 from maxkernel_tpu_pallas.api import MAX_GLUE_WORK_SHARE
 
-from . import (staged_attention, staged_attention_match, staged_conv, staged_epilogue, staged_matmul, staged_paged,
-               staged_planar, staged_runtime)
+from . import (staged_attention, staged_attention_match, staged_conv, staged_epilogue, staged_grouped,
+               staged_grouped_match, staged_matmul, staged_paged, staged_planar, staged_runtime)
 from .ir import Declined
 from .blocks import block_helper_source, itemsize, pipelined_operand, sublane_align
 
@@ -62,6 +63,8 @@ class Matmul:
     planar: bool = False
     #: ... writing per-channel sums: its tail ends in a sum over the spatial dims
     reduces: bool = False
+    #: A grouped matmul (staged_grouped): (M, K) rows, each group's by its own (K, N) of ``groups``
+    groups: int = 0
 
 
 @define
@@ -83,11 +86,21 @@ def _matmuls(jaxpr, repeat: int, out: list[Matmul], consts=()) -> None:
     jaxpr, consts = _inlined(jaxpr, consts)
     repeats = staged_runtime._repeats(jaxpr)
     tails = _convolution_tails(jaxpr)
+    grouped = staged_grouped_match._grouped_scans(jaxpr)
     for index, eqn in enumerate(jaxpr.eqns):
         name = eqn.primitive.name
+        if index in grouped:  # one grouped kernel for the whole loop, its body not run
+            out.append(_grouped_matmul(grouped[index], eqn, repeat))
+            continue
         if name == "ragged_dot_general":
-            raise Declined("ragged_dot_general (a grouped matmul whose group sizes are only known at run time) has "
-                           "no kernel lowering: it needs a scalar-prefetched group table (a Megablox-style kernel)")
+            if not staged_grouped_match._plain_ragged(eqn):
+                raise Declined("a ragged_dot_general other than lax.ragged_dot's (M, K) x (G, K, N) form has no "
+                               "kernel lowering here (the grouped kernel takes that form only)")
+            (m, k), (g, _, n) = eqn.invars[0].aval.shape, eqn.invars[1].aval.shape
+            if not all("float" in str(v.aval.dtype) for v in eqn.invars[:2]):
+                raise Declined("an integer ragged_dot has no kernel lowering here")
+            out.append(Matmul(1, m, n, k, str(eqn.invars[0].aval.dtype), repeat, "ragged_dot",
+                              out_dtype=str(eqn.outvars[0].aval.dtype), groups=g))
         if name == "dot_general":
             out.append(_dot_matmul(eqn, repeat, staged_runtime._fold_of(eqn, repeats)))
         elif name == "conv_general_dilated":
@@ -99,6 +112,13 @@ def _matmuls(jaxpr, repeat: int, out: list[Matmul], consts=()) -> None:
                     _matmuls(item.jaxpr, repeat * length, out, item.consts)
                 elif isinstance(item, jex_core.Jaxpr):
                     _matmuls(item, repeat * length, out)
+
+
+def _grouped_matmul(plan, eqn, repeat: int) -> Matmul:
+    """The grouped kernel of a loop over groups (staged_grouped_match._GroupedScan)."""
+    (m, k), (g, _, n) = plan.lhs.aval.shape, plan.rhs.aval.shape
+    return Matmul(1, m, n, k, str(plan.lhs.aval.dtype), repeat, "grouped matmul",
+                  out_dtype=str(eqn.outvars[0].aval.dtype), groups=g)
 
 
 def _inlined(jaxpr, consts):
@@ -232,6 +252,9 @@ def describe(spec: StagedSpec, point: dict[str, int]) -> list[dict[str, Any]]:
     """One cost-model description per matmul kernel, with the blocks the runtime will pick for its shapes."""
     kernels = []
     for mm in spec.matmuls:
+        if mm.groups:
+            kernels.append(_describe_grouped(mm, point))
+            continue
         if mm.direct is not None:
             kernels.append(_describe_planar(mm, point) if mm.planar else _describe_direct(mm, point))
             continue
@@ -262,6 +285,26 @@ def describe(spec: StagedSpec, point: dict[str, int]) -> list[dict[str, Any]]:
                      "elementwise": bm * bn, "transcendental": 0},
             "repeat": mm.repeat})
     return kernels
+
+
+def _describe_grouped(mm: Matmul, point: dict[str, int]) -> dict[str, Any]:
+    """staged_grouped._grouped_matmul: grid (N blocks, row tiles + groups, K blocks), every block chosen by a
+    scalar-prefetched item table (data-dependent: each operand charged once at its size, as the judge reads it)."""
+    tm = min(staged_grouped.GROUPED_ROWS, staged_matmul._round_up(mm.m, sublane_align(mm.dtype)))
+    mp = staged_matmul._round_up(mm.m, tm)
+    tn, np_, tk, kp = staged_grouped._grouped_blocks(mm.k, mm.n, itemsize(mm.dtype))
+    grid = [np_ // tn, mp // tm + mm.groups, kp // tk]
+    op = functools.partial(_operand, mm)
+    return {"name": "grouped matmul", "grid": grid, "steps": math.prod(grid),
+            "dimension_semantics": ["parallel", "arbitrary", "arbitrary"],
+            "vmem_limit_bytes": point.get("VMEM_LIMIT_BYTES"),
+            "operands": [op("input", [mp, kp], [tm, tk], None, [False, True, True]),
+                         op("input", [mm.groups, kp, np_], [1, tk, tn], None, [True, True, True]),
+                         op("output", [mp, np_], [tm, tn], None, [True, True, False], mm.out_dtype or mm.dtype)],
+            "scratch": [{"shape": [tm, tn], "dtype": "float32", "itemsize": 4}],
+            "body": {"dots": [{"m": tm, "n": tn, "k": tk, "batch": 1, "dtype": mm.dtype, "count": 1}],
+                     "elementwise": 3 * tm * tn, "transcendental": 0},
+            "repeat": mm.repeat}
 
 
 def _describe_batched(mm: Matmul, point: dict[str, int], bb: int, m: int, k: int, n: int, op) -> dict[str, Any]:
@@ -341,7 +384,7 @@ def _describe_planar(mm: Matmul, point: dict[str, int]) -> dict[str, Any]:
 def _runtime_source() -> str:
     """The runtime's modules below their markers, as one block of source."""
     modules = (staged_matmul, staged_planar, staged_conv, staged_epilogue, staged_attention_match, staged_paged,
-               staged_attention, staged_runtime)
+               staged_attention, staged_grouped, staged_grouped_match, staged_runtime)
     return "\n\n\n".join(inspect.getsource(module).split(MARKER, 1)[1].strip() for module in modules)
 
 

@@ -8,7 +8,8 @@ interpreter that sends every attention (q·kᵀ, softmax, ·v) to a flash kernel
 (staged_epilogue.py). Everything else (norms whose statistics cross rows,
 softmaxes, transposes, top-k routing) is bound as the reference bound it, so
 XLA fuses it around the kernels. Control flow (``scan``, ``while``, ``cond``)
-is rebuilt with ``lax`` so the matmuls inside loop bodies reach the kernel too.
+is rebuilt with ``lax`` so the matmuls inside loop bodies reach the kernel too, except a loop over groups
+that is a grouped matmul (staged_grouped_match.py), which runs as one grouped kernel (staged_grouped.py).
 """
 
 import jax
@@ -18,6 +19,8 @@ from jax import lax
 from .staged_attention import _attention_on_kernel
 from .staged_attention_match import _attention_plans
 from .staged_conv import _conv_on_kernel  # a candidate has the modules pasted above this one
+from .staged_grouped import _grouped_scan_on_kernel, _ragged_dot_on_kernel
+from .staged_grouped_match import _grouped_scans, _plain_ragged
 from .staged_epilogue import (_channel_vector, _epilogue_plan, _flattened, _is_literal, _lane_vector, _reduces,
                               _tail_function, _transposes)
 from .staged_matmul import _dot_general_on_kernel, _Tail
@@ -39,10 +42,18 @@ def _run_with_kernels(jaxpr, consts, args):
     inside = {j for a in attention.values() for j in a.members()}
     plans = _epilogue_plan(jaxpr, frozenset(inside | set(attention)))
     deferred = {j for i, tail, _ in plans.values() for j in (i, *tail)} - set(plans) | inside
+    grouped = _grouped_scans(jaxpr)
+    deferred |= {plan.sliced for plan in grouped.values() if plan.sliced is not None}
     for index, eqn in enumerate(jaxpr.eqns):
         if index in deferred:
             continue
-        if index in attention:
+        if index in grouped:
+            plan = grouped[index]
+            outs = [_grouped_scan_on_kernel(plan, read, eqn.outvars[0].aval)]
+            if plan.sliced is not None:  # the kernel wrote just the rows the slice keeps
+                env[jaxpr.eqns[plan.sliced].outvars[0]] = outs[0]
+                continue
+        elif index in attention:
             outs = [_attention_on_kernel(jaxpr, attention[index], read, repeats)]
         elif index in plans:
             outs = [_kernel_with_tail(jaxpr, plans[index], read, repeats)]
@@ -125,6 +136,8 @@ def _bind_on_kernels(eqn, ins, out_dtype, tail=None, fold=None):
                                 lhs_dilation=p["lhs_dilation"], rhs_dilation=p["rhs_dilation"],
                                 dimension_numbers=p["dimension_numbers"],
                                 feature_group_count=p["feature_group_count"], out_dtype=out_dtype, tail=tail)]
+    if _plain_ragged(eqn):
+        return [_ragged_dot_on_kernel(*ins, out_dtype=out_dtype)]
     if name == "scan":
         return _scan_on_kernels(p, ins)
     if name == "while":
