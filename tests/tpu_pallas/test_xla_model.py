@@ -97,3 +97,19 @@ def test_a_candidates_glue_leaves_its_kernels_out_and_charges_unknown_loops_the_
     assert not any(o["kernel"] for o in glue["ops"])
     assert any(o["trips"] == 4096 for o in glue["ops"]) and any("4096" in n for n in glue["notes"])
     assert any(o["kernel"] for o in describe_program(text)["ops"])
+
+
+def test_xlas_ragged_dot_kernel_is_charged_the_work_items_that_cover_its_output():
+    """XLA lowers lax.ragged_dot to its own Mosaic kernel whose grid walks work items counted only at run time;
+    read with that axis at one trip it was one 256-row tile of the product (16x too fast here)."""
+    m, k, n, groups = 4096, 1024, 2048, 8
+    described, _ = program(lambda x, w, s: jax.lax.ragged_dot(x, w, s, preferred_element_type=jnp.float32),
+                           [sds((m, k)), sds((groups, k, n)), sds((groups,), jnp.int32)])
+    kernels = [o for o in described["ops"] if o["kernel"] and o["dots"]]
+    if not kernels:
+        pytest.skip("this libtpu does not lower ragged_dot to a Mosaic kernel")
+    (kernel,) = kernels
+    flops = sum(2 * d["m"] * d["n"] * d["k"] * d["batch"] * d["count"] for d in kernel["dots"])
+    assert flops >= 2 * m * k * n  # every row meets one group's matrix, at least
+    assert kernel["hbm_bytes"] >= m * n * 4  # the f32 output written once, at least
+    assert any("run-time grid axis charged" in note for note in described["notes"])

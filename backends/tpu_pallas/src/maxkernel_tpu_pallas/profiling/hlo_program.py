@@ -163,6 +163,11 @@ class ProgramReader:
         arrays = [*operands, instr]
         try:
             kernel = describe_mosaic(config[1])
+            if kernel["dynamic_axes"]:
+                trips = _covering_trips(kernel, instr.hbm_bytes())
+                kernel = describe_mosaic(config[1], dynamic_extent=trips)
+                self.notes.append(f"Mosaic kernel {instr.name}: its run-time grid axis charged {trips} trips, the "
+                                  "fewest that write its whole output")
         except Exception as exc:  # noqa: BLE001 - an unreadable kernel is charged its I/O once
             self.notes.append(f"Mosaic kernel {instr.name} not read ({type(exc).__name__}): charged its I/O once")
             return {**base, "kernel": True, "hbm_bytes": sum(a.hbm_bytes() for a in arrays)}
@@ -175,6 +180,15 @@ class ProgramReader:
         return {**base, "kernel": True, "steps": steps, "hbm_bytes": traffic,
                 "dots": [{**d, "count": d["count"] * steps} for d in work["dots"]],
                 "elementwise": work["elementwise"] * steps, "transcendental": work["transcendental"] * steps}
+
+
+def _covering_trips(kernel: dict[str, Any], out_bytes: float) -> int:
+    """Trips of a kernel's run-time-sized grid axis (XLA's own ragged-dot kernel: its work items, known only
+    when it runs): the fewest at which its output window, written once per trip as the axis advances, covers
+    the output once. A floor, as a candidate's run-time axis is charged the least honest work."""
+    window = kernel["windows"][-1] if kernel["windows"] else {}
+    per_trip = (window.get("bytes") or 0) * window.get("transfers", 1)  # with the axis at one trip
+    return max(1, math.ceil(out_bytes / per_trip)) if per_trip else 1
 
 
 def _int_constant(instr: Instr | None, names: dict[str, Instr] | None = None) -> int | None:

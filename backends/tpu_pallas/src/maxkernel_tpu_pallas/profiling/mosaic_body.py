@@ -150,8 +150,9 @@ def _windows(module: ir.Module, func: ir.Operation, grid: list[int]) -> list[dic
     return windows
 
 
-def describe_mosaic(backend_config: str) -> dict[str, Any]:
-    """Grid, per-step work and window traffic of the Mosaic kernel in a tpu_custom_call's backend config."""
+def describe_mosaic(backend_config: str, dynamic_extent: int = 1) -> dict[str, Any]:
+    """Grid, per-step work and window traffic of the Mosaic kernel in a tpu_custom_call's backend config; a
+    grid axis sized at run time (listed in ``dynamic_axes``) is given ``dynamic_extent``."""
     from jax._src import tpu_custom_call
     from jax._src.interpreters import mlir
 
@@ -165,7 +166,9 @@ def describe_mosaic(backend_config: str) -> dict[str, Any]:
         func = _kernel_function(module)
         grid = [int(x) for x in re.findall(r"-?\d+", str(func.attributes["iteration_bounds"]).split(":", 1)[-1])] \
             if "iteration_bounds" in func.attributes else []
-        grid = [g if g > 0 else 1 for g in grid]  # a run-time extent is charged once here
+        dynamic = [i for i, g in enumerate(grid) if g <= 0]
+        grid = [g if g > 0 else dynamic_extent for g in grid]
         work = _region_work(func.regions[0])
         windows = _windows(module, func, grid)
-    return {"grid": grid, "steps": math.prod(grid) if grid else 1, "body": work, "windows": windows}
+    return {"grid": grid, "steps": math.prod(grid) if grid else 1, "body": work, "windows": windows,
+            "dynamic_axes": dynamic}
