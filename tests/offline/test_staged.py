@@ -348,6 +348,7 @@ def test_staged_kernels_pass_the_cascade(tmp_path, task_name, target):
             assert "def _paged_kernel(" in candidate.code and verdict.details["compile"]["device_kind"] == "TPU v6 lite"
         if task_name == "grouped_experts":  # the three ragged_dots on the grouped kernel, compiled at full size
             assert "def _grouped_kernel(" in candidate.code and verdict.details["compile"]["device_kind"] == "TPU v6 lite"
+            assert "with its 3 grouped matmul(s) (one kernel each) on Pallas" in " ".join(candidate.code.split())
     finally:
         backend.close()
 

@@ -185,8 +185,9 @@ def test_the_planner_describes_the_grouped_kernel_the_judge_extracts():
 
 def test_ragged_dot_is_planned_on_the_grouped_kernel_in_its_own_form_only():
     x, w, g = jnp.ones((64, 128)), jnp.ones((4, 128, 256)), jnp.full((4,), 16, jnp.int32)
-    spec = analyse_staged(jax.make_jaxpr(lambda x, w, g: lax.ragged_dot(x, w, g))(x, w, g))
+    spec = analyse_staged(jax.make_jaxpr(lambda x, w, g: jnp.tanh(lax.ragged_dot(x, w, g)))(x, w, g))
     assert [(mm.source, mm.groups, mm.m, mm.k, mm.n) for mm in spec.matmuls] == [("ragged_dot", 4, 64, 128, 256)]
+    assert list(spec.ops_left) == ["tanh"]  # the grouped product is the kernel's, not left to XLA
     with pytest.raises(Declined, match="integer ragged_dot"):
         xi, wi = x.astype(jnp.int8), w.astype(jnp.int8)
         analyse_staged(jax.make_jaxpr(lambda x, w, g: lax.ragged_dot(x, w, g))(xi, wi, g))

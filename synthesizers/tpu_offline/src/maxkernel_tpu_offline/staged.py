@@ -234,7 +234,8 @@ def analyse_staged(closed) -> StagedSpec:
         ops = ", ".join(sorted(stats["glue_ops"], key=lambda k: -stats["glue_ops"][k])[:5])
         raise Declined(f"{share:.0%} of the arithmetic is outside the matmuls ({ops}); staged kernels would leave "
                        f"it all to XLA (at most {MAX_GLUE_SHARE:.0%} is)")
-    left = {k: v for k, v in stats["glue_ops"].items() if k not in ("dot_general", "conv_general_dilated")}
+    left = {k: v for k, v in stats["glue_ops"].items()
+            if k not in ("dot_general", "ragged_dot_general", "conv_general_dilated")}
     return StagedSpec(matmuls, share, left)
 
 
@@ -416,8 +417,11 @@ def module_source(spec: StagedSpec, task_id: str, params: dict[str, int], refere
     renamed = re.sub(rf"^def {entry}\(", "def _reference(", reference_source, flags=re.M)
     args = [f"a{i}" for i in range(n_dynamic)]
     convs = [mm for mm in spec.matmuls if mm.source == "conv_general_dilated"]
-    what = f"{len(spec.matmuls) - len(convs)} matmul(s)" + (
-        f" and {len(convs)} convolution(s) ({_conv_kernels(convs)})" if convs else "")
+    grouped = sum(1 for mm in spec.matmuls if mm.groups)
+    plain = len(spec.matmuls) - len(convs) - grouped
+    what = " and ".join(part for part in (
+        f"{plain} matmul(s)" if plain else "", f"{grouped} grouped matmul(s) (one kernel each)" if grouped else "",
+        f"{len(convs)} convolution(s) ({_conv_kernels(convs)})" if convs else "") if part)
     left = ", ".join(sorted(spec.ops_left, key=lambda k: -spec.ops_left[k])[:8]) or "nothing"
     return "\n".join([
         header.format(
