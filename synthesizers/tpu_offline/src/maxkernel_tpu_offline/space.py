@@ -152,11 +152,13 @@ def rank(a: Analysis, dtype: str, chip: dict[str, Any], target: str, vmem_limit:
 
     keys = list(space(a, dtype))
     points = [dict(zip(keys, values, strict=False)) for values in _product([space(a, dtype)[k] for k in keys])]
+    # a grid axis sized at run time (the grouped kernel's work items) is charged as the judge charges it
+    reference_flops = a.staged.matmul_flops if a.template == "staged" and a.staged is not None else None
     ranked = []
     for point in points:
         point = {**point, **_fixed(a, vmem_limit)}
         kernels = describe(a, point, dtype)
-        est = estimate(kernels if isinstance(kernels, list) else [kernels], chip, target)
+        est = estimate(kernels if isinstance(kernels, list) else [kernels], chip, target, reference_flops)
         fits = fits_vmem(est)
         # points over VMEM last, the nearest to fitting first (a person asking for larger blocks than fit gets the
         # one the debugger repairs soonest, not the fastest on paper)

@@ -13,9 +13,9 @@ group, consecutively, so its output block stays in VMEM and accumulates; a tile
 no group covers is visited once and written as zeros). The items are computed
 in XLA from the starts and sizes and scalar-prefetched; grid ``(N blocks, items,
 K blocks)``, the weights' block chosen by the item's group. An item's product
-is masked to its group's rows before it is added; a padding item (the item count
-is bounded statically by tiles + groups) adds nothing and keeps the previous
-item's blocks, so it copies nothing.
+is masked to its group's rows before it is added. The item axis of the grid is
+sized at run time (the number of items, megablox's active tiles), so no step is
+spent past the last item.
 """
 
 import jax
@@ -33,9 +33,10 @@ GROUPED_ROWS, GROUPED_COLUMNS, GROUPED_WEIGHT_BYTES = 256, 2048, 16 << 20
 
 
 def _grouped_items(starts, rows, n_tiles, tm):
-    """The work items, tile-major: per item (tile, group, live, first visit of its tile, last visit, the group's
-    rows relative to the tile as lo and hi), int32 arrays of the static length ``n_tiles + groups``. Groups with
-    rows are taken to be in order and disjoint; the items past the last real one repeat its tile, not live.
+    """The number of work items and, tile-major, per item (tile, group, live, first visit of its tile, last visit,
+    the group's rows relative to the tile as lo and hi): int32 arrays of the static length ``n_tiles + groups``,
+    a bound; the entries past the real items repeat the last tile, not live. Groups with rows are taken to be in
+    order and disjoint.
     Everything is a comparison of all pairs (items x groups at most): a few fused XLA ops, no loops or sorts."""
     g = starts.shape[0]
     tile_start = jnp.arange(n_tiles, dtype=jnp.int32)[:, None] * tm
@@ -54,8 +55,8 @@ def _grouped_items(starts, rows, n_tiles, tm):
     copied = group[lax.cummax(jnp.where(live, w, 0))]  # a dead item keeps the last live item's weights
     lo = starts[group] - tile * tm
     first = jnp.concatenate([jnp.ones(1, bool), tile[1:] != tile[:-1]])
-    last = jnp.concatenate([tile[1:] != tile[:-1], jnp.ones(1, bool)])
-    return [a.astype(jnp.int32) for a in (tile, copied, live, first, last, lo, lo + rows[group])]
+    last = jnp.concatenate([tile[1:] != tile[:-1], jnp.ones(1, bool)]) | (w == through[-1] - 1)
+    return through[-1], [a.astype(jnp.int32) for a in (tile, copied, live, first, last, lo, lo + rows[group])]
 
 
 def _grouped_kernel(tile_ref, group_ref, live_ref, first_ref, last_ref, lo_ref, hi_ref, x_ref, w_ref, o_ref,
@@ -101,7 +102,7 @@ def _grouped_matmul(lhs, rhs, starts, rows, out_dtype):
     if (kp, np_) != (k, n):
         w = jnp.pad(w, ((0, 0), (0, kp - k), (0, np_ - n)))
     n_tiles, nk = mp // tm, kp // tk
-    items = _grouped_items(starts.astype(jnp.int32), jnp.maximum(rows, 0).astype(jnp.int32), n_tiles, tm)
+    count, items = _grouped_items(starts.astype(jnp.int32), jnp.maximum(rows, 0).astype(jnp.int32), n_tiles, tm)
 
     def at_k(kk, live, item):  # a dead item stays on the last K block: its blocks are the previous item's
         return jnp.where(live[item] == 1, kk, nk - 1)
@@ -110,7 +111,7 @@ def _grouped_matmul(lhs, rhs, starts, rows, out_dtype):
         _grouped_kernel,
         out_shape=jax.ShapeDtypeStruct((mp, np_), out_dtype),
         grid_spec=pltpu.PrefetchScalarGridSpec(
-            num_scalar_prefetch=len(items), grid=(np_ // tn, n_tiles + g, nk),
+            num_scalar_prefetch=len(items), grid=(np_ // tn, count, nk),  # as many steps as items: run-time
             in_specs=[pl.BlockSpec((tm, tk), lambda j, i, kk, t, gr, lv, *_: (t[i], at_k(kk, lv, i))),
                       pl.BlockSpec((None, tk, tn), lambda j, i, kk, t, gr, lv, *_: (gr[i], at_k(kk, lv, i), j))],
             out_specs=pl.BlockSpec((tm, tn), lambda j, i, kk, t, *_: (t[i], j)),
