@@ -247,23 +247,27 @@ def test_semaphores_take_no_vmem_and_the_kernels_own_dmas_are_its_traffic():
     assert any("the kernel's own DMAs" in line for line in diagnose(est))
 
 
-def test_a_grid_axis_sized_at_run_time_is_charged_the_trips_of_the_reference_work():
-    bm = 128
-
+def _run_time_grid(x, y, n, bm=128):
+    """x @ y in row tiles of bm, the grid's one axis sized by a scalar-prefetched count (as megablox's)."""
     def kernel(n_ref, x_ref, y_ref, o_ref):
         o_ref[...] = jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
 
-    def computation(x, y, n):
-        return pl.pallas_call(
-            kernel, out_shape=jax.ShapeDtypeStruct((x.shape[0], 128), jnp.float32),
-            grid_spec=pltpu.PrefetchScalarGridSpec(
-                num_scalar_prefetch=1, grid=(n[0],),
-                in_specs=[pl.BlockSpec((bm, 256), lambda i, n: (i, 0)), pl.BlockSpec((256, 128), lambda i, n: (0, 0))],
-                out_specs=pl.BlockSpec((bm, 128), lambda i, n: (i, 0))),
-        )(n, x, y)
+    return pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct((x.shape[0], 128), jnp.float32),
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=1, grid=(n[0],),
+            in_specs=[pl.BlockSpec((bm, 256), lambda i, n: (i, 0)), pl.BlockSpec((256, 128), lambda i, n: (0, 0))],
+            out_specs=pl.BlockSpec((bm, 128), lambda i, n: (i, 0))),
+    )(n, x, y)
 
-    closed = jax.make_jaxpr(computation)(jax.ShapeDtypeStruct((4096, 256), jnp.bfloat16),
-                                         jax.ShapeDtypeStruct((256, 128), jnp.bfloat16), jax.ShapeDtypeStruct((1,), jnp.int32))
+
+RUN_TIME_GRID_ARGS = (jax.ShapeDtypeStruct((4096, 256), jnp.bfloat16), jax.ShapeDtypeStruct((256, 128), jnp.bfloat16),
+                      jax.ShapeDtypeStruct((1,), jnp.int32))
+
+
+def test_a_grid_axis_sized_at_run_time_is_charged_the_trips_of_the_reference_work():
+    bm = 128
+    closed = jax.make_jaxpr(_run_time_grid)(*RUN_TIME_GRID_ARGS)
     (desc,) = describe_kernels(closed)
     assert desc["grid"] == [None] and desc["dynamic_axes"] == [0]
     per_step = 2 * bm * 256 * 128
@@ -274,6 +278,20 @@ def test_a_grid_axis_sized_at_run_time_is_charged_the_trips_of_the_reference_wor
     from maxkernel_tpu_pallas.profiling.costmodel import resolve_dynamic_grid
 
     assert "lower bound" in resolve_dynamic_grid(desc, None)["dynamic_note"]
+
+
+def test_run_time_grid_axes_of_one_program_share_the_reference_work():
+    """Two such kernels (an MoE's gate and up projections) reaching the reference's work together: 32 trips each,
+    not each the reference's whole 64 (which charged a three-projection MoE MLP three times its work)."""
+    per_step = 2 * 128 * 256 * 128
+    closed = jax.make_jaxpr(lambda x, y, n: (_run_time_grid(x, y, n), _run_time_grid(x, y, n)))(*RUN_TIME_GRID_ARGS)
+    kernels = describe_kernels(closed)
+    assert [k["dynamic_axes"] for k in kernels] == [[0], [0]]
+    est = estimate(kernels, chip_figures("v6e"), "v6e", reference_flops=64 * per_step)
+    assert [k.steps for k in est.kernels] == [32, 32]
+    with_fixed = estimate([*kernels, *describe(matmul(128, 128, 256), sds((2048, 256)), sds((256, 128)))],
+                          chip_figures("v6e"), "v6e", reference_flops=64 * per_step)
+    assert [k.steps for k in with_fixed.kernels[:2]] == [24, 24]  # a static kernel did 16 steps of the work
 
 
 def test_the_roofline_ideal_is_at_the_precision_the_task_needs():

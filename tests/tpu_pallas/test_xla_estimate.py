@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from maxkernel_pallas_judge.judge.evaluator import ReferenceData
@@ -69,3 +70,15 @@ def test_programs_are_compiled_with_the_layouts_a_device_gives_their_arguments_a
     entry = text.split("entry_computation_layout=", 1)[1].split("allow_spmd", 1)[0]
     layouts = [[int(d) for d in m.split(",")] for m in re.findall(r"\w\[[\d,]+\]\{([\d,]+)", entry)]
     assert len(layouts) == 3 and all(m == sorted(m, reverse=True) for m in layouts), entry
+
+
+def test_a_run_time_grid_is_sized_by_the_lesser_count_of_the_references_matmul_work():
+    """The traced count (ragged_dot: each row meets one group) and the exported program's (XLA's CPU lowering
+    meets every group): the floor is the lesser, what the reference needs; either alone when the other is missing."""
+    def floor(traced, exported):
+        return attrs.evolve(reference([gemm_op(1)]), work=traced, program_work=exported).matmul_floor
+
+    assert floor({"glue_flops": 1e9}, [{"glue_flops": 8e9}]) == 1e9
+    assert floor({"glue_flops": 3e9}, [{"glue_flops": 2e9}]) == 2e9  # dead code the export dropped
+    assert floor({}, [{"glue_flops": 2e9}]) == 2e9
+    assert floor({}, []) is None

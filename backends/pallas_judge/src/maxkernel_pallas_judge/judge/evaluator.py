@@ -77,6 +77,15 @@ class ReferenceData:
         return self._memo["xla"]
 
     @property
+    def matmul_floor(self) -> float | None:
+        """The reference's matmul FLOPs that size a kernel's run-time grid axis in the cost model: the lesser of
+        its traced count and its exported program's, each an upper bound on what it needs (the export can do
+        more: XLA's CPU ragged_dot multiplies every row by every group's matrix, 8x the work with 8 groups)."""
+        exported = (self.program_work[0] if self.program_work else {}).get("glue_flops")
+        counts = [c for c in ((self.work or {}).get("glue_flops"), exported) if c]
+        return min(counts) if counts else None
+
+    @property
     def needed_passes(self) -> float | None:
         """bf16 passes an f32 matmul needs to pass the task's check (1, 3 or 6); None when not decided."""
         precision = (self.xla or {}).get("precision") or {}
@@ -173,7 +182,7 @@ class Evaluator:
         if traced.status != "done" or described is None or "error" in described[0] or not described[0]["kernels"]:
             return None
         est = self.platform.estimate(described[0]["kernels"], described[0]["chip"], target,
-                                     reference_flops=ref.program_work[0].get("glue_flops"),
+                                     reference_flops=ref.matmul_floor,
                                      ideal_f32_passes=ref.needed_passes)
         worst = max(est.kernels, key=lambda k: k.vmem_bytes / max(k.vmem_limit_bytes, 1))
         fits = self.platform.fits(est)

@@ -232,7 +232,7 @@ class Verdict:
             self.details["cost_model"] = {"error": described[0]["error"] if described else "no kernel description"}
             return None
         est = self.platform.estimate(described[0]["kernels"], described[0]["chip"], self.target,
-                                     reference_flops=self.ref.program_work[0].get("glue_flops"),
+                                     reference_flops=self.ref.matmul_floor,
                                      ideal_f32_passes=self.ref.needed_passes)
         self.details["cost_model"] = self.platform.details(est, self.ref.xla_seconds)
         return est

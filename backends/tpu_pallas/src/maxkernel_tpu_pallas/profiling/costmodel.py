@@ -13,8 +13,9 @@ with the model's fitted parameters (``params.py``). Per kernel:
   with no DMA in the body, once at full size.
 * **Data-dependent grids**: an axis sized at run time (megablox's active
   tiles) that is not known before the kernel runs is charged the trips that
-  make the kernel's matmul work equal to the reference's, the least an honest
-  kernel does (``resolve_dynamic_grid``).
+  make the kernels' matmul work equal to the reference's, the least an honest
+  program does; one trip count for all such axes of a program
+  (``resolve_dynamic_grids``).
 * **VMEM**: each block times its buffer count, plus scratch, padded to the
   (sublanes, 128) tile of its dtype; compared with the scoped limit the
   compiler applies (``vmem_limit_bytes``, else the generation's default).
@@ -58,22 +59,39 @@ def tile_padded_bytes(shape: list[int], itemsize: int) -> int:
     return math.prod(dims[:-2]) * rows * cols * itemsize
 
 
-def resolve_dynamic_grid(desc: dict[str, Any], reference_flops: float | None) -> dict[str, Any]:
-    """The description with any run-time-sized grid axis given an extent: the trips at which the body's
-    matmul work adds up to the reference's (at least 1), or 1 when that cannot be told (no dots, or no
-    reference count), said in ``dynamic_note``."""
-    dynamic = desc.get("dynamic_axes") or []
+def _matmul_work(desc: dict[str, Any]) -> float:
+    """A kernel's matmul FLOPs over its static grid steps and repeats (a run-time axis at one trip)."""
+    return matmul_flops_per_step(desc) * int(desc["steps"]) * int(desc.get("repeat", 1))
+
+
+def resolve_dynamic_grids(kernels: list[dict[str, Any]], reference_flops: float | None) -> list[dict[str, Any]]:
+    """The descriptions with every run-time-sized grid axis given an extent: one trip count for all of them, the
+    least at which the kernels' matmul work together reaches the reference's (at least 1), or 1 when that cannot
+    be told (no dots, or no reference count), said in ``dynamic_note``. One count shared, not the reference's
+    whole work per kernel: a mixture of experts' three grouped matmuls each do a third of it."""
+    dynamic = [i for i, k in enumerate(kernels) if k.get("dynamic_axes")]
     if not dynamic:
-        return desc
-    per_step = matmul_flops_per_step(desc)
-    static = int(desc["steps"]) * int(desc.get("repeat", 1))
-    if per_step and reference_flops:
-        trips = max(1, math.ceil(reference_flops / (per_step * static)))
-        note = f"data-dependent grid axis charged {trips} trips: the body's matmul work reaching the reference's"
+        return kernels
+    fixed = sum(_matmul_work(k) for i, k in enumerate(kernels) if i not in dynamic)
+    per_trip = sum(_matmul_work(kernels[i]) for i in dynamic)
+    if per_trip and reference_flops:
+        trips = max(1, math.ceil((reference_flops - fixed) / per_trip))
+        note = f"data-dependent grid axis charged {trips} trips: the kernels' matmul work reaching the reference's"
     else:
         trips, note = 1, "data-dependent grid axis charged 1 trip (no matmul work to size it by): a lower bound"
-    grid = [trips if i == dynamic[0] else (1 if g is None else g) for i, g in enumerate(desc["grid"])]
-    return {**desc, "grid": grid, "steps": int(desc["steps"]) * trips, "dynamic_axes": [], "dynamic_note": note}
+    out = list(kernels)
+    for i in dynamic:
+        desc = kernels[i]
+        axis = desc["dynamic_axes"][0]
+        grid = [trips if a == axis else (1 if g is None else g) for a, g in enumerate(desc["grid"])]
+        out[i] = {**desc, "grid": grid, "steps": int(desc["steps"]) * trips, "dynamic_axes": [],
+                  "dynamic_note": note}
+    return out
+
+
+def resolve_dynamic_grid(desc: dict[str, Any], reference_flops: float | None) -> dict[str, Any]:
+    """One kernel's description with its run-time grid axis sized (``resolve_dynamic_grids`` of it alone)."""
+    return resolve_dynamic_grids([desc], reference_flops)[0]
 
 
 def _operand_traffic(op: dict[str, Any], desc: dict[str, Any], manual_dma: bool) -> tuple[int, int]:
@@ -176,7 +194,7 @@ def estimate(kernels: list[dict[str, Any]], chip: dict[str, Any], target: str,
     that is data-dependent; ``params`` default to the ones in force for ``target`` on this machine;
     ``ideal_f32_passes`` is the precision the task needs, at which the roofline's ideal counts f32 matmuls."""
     params = params or model_params(target)
-    costs = [kernel_cost(resolve_dynamic_grid(k, reference_flops), chip, params, ideal_f32_passes) for k in kernels]
+    costs = [kernel_cost(k, chip, params, ideal_f32_passes) for k in resolve_dynamic_grids(kernels, reference_flops)]
     flops = sum(k.flops for k in costs)
     hbm = sum(k.hbm_bytes for k in costs)
     # The roofline's floor: every array crosses HBM once, every FLOP at peak.
