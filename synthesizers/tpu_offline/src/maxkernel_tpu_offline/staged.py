@@ -92,17 +92,15 @@ def _matmuls(jaxpr, repeat: int, out: list[Matmul], consts=()) -> None:
     for index, eqn in enumerate(jaxpr.eqns):
         name = eqn.primitive.name
         if index in grouped:  # one grouped kernel for the whole loop, its body not run
-            out.append(_grouped_matmul(grouped[index], eqn, repeat))
+            out.append(_grouped_matmul(grouped[index].lhs, grouped[index].rhs, eqn, repeat, "grouped matmul"))
             continue
         if name == "ragged_dot_general":
             if not staged_grouped_match._plain_ragged(eqn):
                 raise Declined("a ragged_dot_general other than lax.ragged_dot's (M, K) x (G, K, N) form has no "
                                "kernel lowering here (the grouped kernel takes that form only)")
-            (m, k), (g, _, n) = eqn.invars[0].aval.shape, eqn.invars[1].aval.shape
             if not all("float" in str(v.aval.dtype) for v in eqn.invars[:2]):
                 raise Declined("an integer ragged_dot has no kernel lowering here")
-            out.append(Matmul(1, m, n, k, str(eqn.invars[0].aval.dtype), repeat, "ragged_dot",
-                              out_dtype=str(eqn.outvars[0].aval.dtype), groups=g))
+            out.append(_grouped_matmul(eqn.invars[0], eqn.invars[1], eqn, repeat, "ragged_dot"))
         if name == "dot_general":
             out.append(_dot_matmul(eqn, repeat, staged_runtime._fold_of(eqn, repeats)))
         elif name == "conv_general_dilated":
@@ -116,11 +114,12 @@ def _matmuls(jaxpr, repeat: int, out: list[Matmul], consts=()) -> None:
                     _matmuls(item, repeat * length, out)
 
 
-def _grouped_matmul(plan, eqn, repeat: int) -> Matmul:
-    """The grouped kernel of a loop over groups (staged_grouped_match._GroupedScan)."""
-    (m, k), (g, _, n) = plan.lhs.aval.shape, plan.rhs.aval.shape
-    return Matmul(1, m, n, k, str(plan.lhs.aval.dtype), repeat, "grouped matmul",
-                  out_dtype=str(eqn.outvars[0].aval.dtype), groups=g)
+def _grouped_matmul(lhs, rhs, eqn, repeat: int, source: str) -> Matmul:
+    """The grouped kernel (staged_grouped) of lhs (M, K) by rhs (G, K, N), writing ``eqn``'s output dtype: a
+    ``ragged_dot``, or a loop over groups (staged_grouped_match._GroupedScan)."""
+    (m, k), (g, _, n) = lhs.aval.shape, rhs.aval.shape
+    return Matmul(1, m, n, k, str(lhs.aval.dtype), repeat, source, out_dtype=str(eqn.outvars[0].aval.dtype),
+                  groups=g)
 
 
 def _inlined(jaxpr, consts):
@@ -294,9 +293,7 @@ def _describe_grouped(mm: Matmul, point: dict[str, int]) -> dict[str, Any]:
     """staged_grouped._grouped_matmul: grid (N blocks, work items, K blocks), the item axis sized at run time
     (``dynamic_axes``: the model charges it the trips that reach the reference's matmul work, as the judge does),
     every block chosen by a scalar-prefetched item table (data-dependent: each operand charged once at its size)."""
-    tm = min(staged_grouped.GROUPED_ROWS, staged_matmul._round_up(mm.m, sublane_align(mm.dtype)))
-    mp = staged_matmul._round_up(mm.m, tm)
-    tn, np_, tk, kp = staged_grouped._grouped_blocks(mm.k, mm.n, itemsize(mm.dtype))
+    tm, mp, tn, np_, tk, kp = staged_grouped._grouped_blocks(mm.m, mm.k, mm.n, itemsize(mm.dtype))
     grid = [np_ // tn, None, kp // tk]
     op = functools.partial(_operand, mm)
     return {"name": "grouped matmul", "grid": grid, "dynamic_axes": [1], "steps": grid[0] * grid[2],

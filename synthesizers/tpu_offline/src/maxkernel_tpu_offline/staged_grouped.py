@@ -78,13 +78,15 @@ def _grouped_kernel(tile_ref, group_ref, live_ref, first_ref, last_ref, lo_ref, 
         o_ref[...] = acc_ref[...].astype(o_ref.dtype)
 
 
-def _grouped_blocks(k, n, itemsize):
-    """(tn, padded N, tk, padded K): N in blocks of up to ``GROUPED_COLUMNS``, then as much of K as keeps one
-    weights block within ``GROUPED_WEIGHT_BYTES``."""
+def _grouped_blocks(m, k, n, itemsize):
+    """(tm, padded M, tn, padded N, tk, padded K): rows in tiles of ``GROUPED_ROWS`` (fewer when M is smaller),
+    N in blocks of up to ``GROUPED_COLUMNS``, then as much of K as keeps one weights block within
+    ``GROUPED_WEIGHT_BYTES``. The planner's description asks the same."""
+    tm = min(GROUPED_ROWS, _round_up(m, _sublane_tile(itemsize)))
     tn, np_ = _tile(n, GROUPED_COLUMNS, 128)
     target = max(GROUPED_WEIGHT_BYTES // (tn * itemsize) // 128 * 128, 128)
     tk, kp = _tile(k, target, 128)
-    return tn, np_, tk, kp
+    return tm, _round_up(m, tm), tn, np_, tk, kp
 
 
 def _grouped_matmul(lhs, rhs, starts, rows, out_dtype):
@@ -93,9 +95,7 @@ def _grouped_matmul(lhs, rhs, starts, rows, out_dtype):
     m, k = lhs.shape
     g, _, n = rhs.shape
     dtype = jnp.promote_types(lhs.dtype, rhs.dtype)
-    tm = min(GROUPED_ROWS, _round_up(m, _sublane_tile(dtype.itemsize)))
-    mp = _round_up(m, tm)
-    tn, np_, tk, kp = _grouped_blocks(k, n, dtype.itemsize)
+    tm, mp, tn, np_, tk, kp = _grouped_blocks(m, k, n, dtype.itemsize)
     x, w = lhs.astype(dtype), rhs.astype(dtype)
     if (mp, kp) != (m, k):
         x = jnp.pad(x, ((0, mp - m), (0, kp - k)))

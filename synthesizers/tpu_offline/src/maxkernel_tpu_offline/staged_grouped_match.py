@@ -69,14 +69,16 @@ def _symbolic(jaxpr, names):
     return env
 
 
-def _table_at_i(tree):
-    """The const index j when ``tree`` is ``const_j[i]`` (a 1-element dynamic slice at the loop index,
-    squeezed), else None."""
+def _const_at_i(tree, rank=1):
+    """The const index j when ``tree`` is ``const_j[i]``: a dynamic slice of a rank-``rank`` const at the loop
+    index (zeros after it), one along the first axis (all of it for a table of scalars), squeezed; else None."""
     if tree[0] not in ("squeeze", "reshape") or tree[1][0][0] != "dynamic_slice":
         return None
     ds = tree[1][0]
-    table = ds[1][0]
-    return table[1] if table[0] == "const" and ds[1][1:] == (("i",),) and ds[2][0] == (1,) else None
+    const, index, size = ds[1][0], ds[1][1:], ds[2][0]
+    if const[0] != "const" or index != (("i",), *[("lit", 0)] * (rank - 1)) or len(size) != rank or size[0] != 1:
+        return None
+    return const[1]
 
 
 def _is_zero(tree):
@@ -103,7 +105,7 @@ def _grouped_body(body, n_consts):
             or new[1][3] != ("lit", 0) or new[1][1][0] != "add":
         return None
     update, start = new[1][1], new[1][2]
-    starts = _table_at_i(start)
+    starts = _const_at_i(start)
     for current, added in (update[1], update[1][::-1]) if starts is not None else ():
         window = _window_of(current, ("carry",), start)
         found = window and _grouped_product(added, start, window)
@@ -124,26 +126,15 @@ def _grouped_product(tree, start, window):
             and product[2][0] == str((((1,), (0,)), ((), ())))):
         return None
     rows, size = pred[1]
-    sizes = _table_at_i(size)
+    sizes = _const_at_i(size)
     if sizes is None or not (rows[0] == "const" or (rows[0] == "iota" and rows[2] == (window, 0))):
         return None
     x, w = product[1]
     lhs = x[1][0] if x[0] == "dynamic_slice" and x[1][0][0] == "const" else None
-    rhs = _weights_at_i(w)
+    rhs = _const_at_i(w, rank=3)
     if lhs is None or rhs is None or (_window_of(x, lhs, start) or (None,))[0] != window[0]:
         return None
     return lhs[1], rhs, sizes, rows[1] if rows[0] == "const" else None, window[0]
-
-
-def _weights_at_i(tree):
-    """The const index j when ``tree`` is ``const_j[i]`` of a stack of matrices (the group's weights)."""
-    if tree[0] not in ("squeeze", "reshape"):
-        return None
-    ds = tree[1][0]
-    if ds[0] != "dynamic_slice" or ds[1][0][0] != "const" or ds[1][1:] != (("i",), ("lit", 0), ("lit", 0)) \
-            or ds[2][0][0] != 1:
-        return None
-    return ds[1][0][1]
 
 
 def _plain_ragged(eqn):
@@ -180,18 +171,19 @@ def _grouped_scan(jaxpr, eqn, producer, uses):
     nc = p["num_consts"]
     if p["num_carry"] != 1 or len(eqn.invars) != nc + 2 or len(eqn.outvars) != 1:
         return None
+    consts, init, xs = eqn.invars[:nc], eqn.invars[nc], eqn.invars[nc + 1]
+    made = functools.partial(_made_by, jaxpr, producer)
+    if not (_is_iota(made(xs, "iota"), (p["length"],)) and _zeros(made(init, "broadcast_in_dim"))):
+        return None  # decided from the outer program, before its body is traced again
     body = p["jaxpr"]
     body, _ = _flattened(body.jaxpr, body.consts,
                          [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in body.jaxpr.invars])
     found = _grouped_body(body, nc)
     if found is None:
         return None
-    consts, init, xs = eqn.invars[:nc], eqn.invars[nc], eqn.invars[nc + 1]
     lhs, rhs, starts, sizes = (consts[j] for j in found[:4])
     window, out = found[5], eqn.outvars[0].aval.shape
-    made = functools.partial(_made_by, jaxpr, producer)
-    if not (_shapes_agree(lhs, rhs, sizes, window, out, p["length"]) and _is_iota(made(xs, "iota"), (p["length"],))
-            and _zeros(made(init, "broadcast_in_dim"))
+    if not (_shapes_agree(lhs, rhs, sizes, window, out, p["length"])
             and (found[4] is None or _is_iota(made(consts[found[4]], "iota"), (window, out[1])))
             and _exclusive_cumsum(made, starts, sizes)):
         return None
