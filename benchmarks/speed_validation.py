@@ -129,7 +129,8 @@ def main() -> int:
     chip, params = chip_figures("v6e"), shipped_params("v6e")
     print(f"model parameters: {params.source}")
     ref_points = cached(args.cache / "jaxbench_references_v6e.json", lambda: reference_points(SUITE))
-    exp_points = cached(args.cache / "jaxbench_experts_v6e.json", lambda: expert_points(SUITE))
+    # v2: the points carry their task's reference work (run-time loops sized by it); older caches lack it
+    exp_points = cached(args.cache / "jaxbench_experts_v6e.v2.json", lambda: expert_points(SUITE))
     r = references(ref_points, chip, params, args.tasks)
     e = experts(exp_points, ref_points, chip, params)
     print("\n== Targets (held-out v6e measurements)")

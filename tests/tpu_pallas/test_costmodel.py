@@ -294,6 +294,68 @@ def test_run_time_grid_axes_of_one_program_share_the_reference_work():
     assert [k.steps for k in with_fixed.kernels[:2]] == [24, 24]  # a static kernel did 16 steps of the work
 
 
+def _run_time_loop(x, y, n, bk=256, copies_in_outer_loop=False):
+    """x @ y, one row block per grid step, its K blocks walked by a ``while`` loop whose trip count is a
+    scalar-prefetched number (as a paged kernel walks a sequence's key blocks); optionally inside an outer
+    run-time loop that only counts (no matmul of its own)."""
+    def kernel(n_ref, x_ref, y_ref, o_ref):
+        def k_blocks(_):
+            def step(carry):
+                i, acc = carry
+                start = pl.multiple_of(i * bk, bk)
+                return i + 1, acc + jnp.dot(x_ref[:, pl.ds(start, bk)], y_ref[pl.ds(start, bk), :],
+                                            preferred_element_type=jnp.float32)
+            return jax.lax.while_loop(lambda c: c[0] < n_ref[0], step,
+                                      (0, jnp.zeros(o_ref.shape, jnp.float32)))[1]
+
+        if copies_in_outer_loop:
+            acc = jax.lax.while_loop(lambda c: c[0] < n_ref[1], lambda c: (c[0] + 1, k_blocks(None)),
+                                     (0, jnp.zeros(o_ref.shape, jnp.float32)))[1]
+        else:
+            acc = k_blocks(None)
+        o_ref[...] = acc
+
+    m, k = x.shape
+    return pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct((m, 128), jnp.float32),
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=1, grid=(m // 128,),
+            in_specs=[pl.BlockSpec((128, k), lambda i, n: (i, 0)), pl.BlockSpec((k, 128), lambda i, n: (0, 0))],
+            out_specs=pl.BlockSpec((128, 128), lambda i, n: (i, 0))),
+    )(n, x, y)
+
+
+RUN_TIME_LOOP_ARGS = (jax.ShapeDtypeStruct((1024, 2048), jnp.bfloat16),
+                      jax.ShapeDtypeStruct((2048, 128), jnp.bfloat16), jax.ShapeDtypeStruct((2,), jnp.int32))
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_a_run_time_loop_in_a_body_is_charged_the_trips_of_the_reference_work(nested):
+    """A ``while`` over K blocks in the body (the paged-attention experts' key-block loop) was counted once: a
+    kernel doing 8 blocks of work was estimated at one. Now its trips reach the reference's work (8 here);
+    with no reference count it stays at one trip and says that is a lower bound. An outer run-time loop with
+    no matmul of its own stays at one trip (nothing to size it by)."""
+    from maxkernel_tpu_pallas.profiling.costmodel import resolve_dynamic_grids
+
+    closed = jax.make_jaxpr(lambda x, y, n: _run_time_loop(x, y, n, copies_in_outer_loop=nested))(
+        *RUN_TIME_LOOP_ARGS)
+    (desc,) = describe_kernels(closed)
+    per_trip = 2 * 128 * 128 * 256 * 8  # one K block of every row block
+    assert [d["m"] * d["n"] * d["k"] for d in desc["body"]["loop"]["dots"]] == [128 * 128 * 256]
+    chip = chip_figures("v6e")
+    once = estimate([desc], chip, "v6e")
+    sized = estimate([desc], chip, "v6e", reference_flops=8 * per_trip)
+    assert sized.kernels[0].flops == pytest.approx(8 * once.kernels[0].flops)
+    assert sized.kernels[0].mxu_s == pytest.approx(8 * once.kernels[0].mxu_s)
+    assert sized.kernels[0].elementwise == pytest.approx(8 * once.kernels[0].elementwise, rel=0.2)
+    (resolved,) = resolve_dynamic_grids([desc], 8 * per_trip)
+    assert "charged 8 trips" in resolved["dynamic_note"]
+    assert "lower bound" in resolve_dynamic_grids([desc], None)[0]["dynamic_note"]
+    with_fixed = estimate([desc, *describe(matmul(128, 128, 256), sds((1024, 512)), sds((512, 128)))], chip,
+                          "v6e", reference_flops=8 * per_trip)  # a static kernel did 2 of the 8 blocks' work
+    assert with_fixed.kernels[0].flops == pytest.approx(6 * once.kernels[0].flops)
+
+
 def test_the_roofline_ideal_is_at_the_precision_the_task_needs():
     """An f32 GEMM computed in more bf16 passes than its tolerance needs is not "at roofline" (roofline_stop
     would stop a search 3x off XLA): the ideal counts f32 matmuls at the passes the task needs."""

@@ -6,6 +6,11 @@ of the body's own DMAs. A ``cond`` whose predicate ``scalars.Scalars`` can
 evaluate at every grid step has each arm's work weighted by the share of steps
 that take it (``runs``); one it cannot is charged its dearest arm at every
 step. ``count`` fields count every arm, as the judge's work rule does.
+
+A ``while`` loop's trips are run-time data (a loop with a static trip count is
+a ``scan``): its body is counted once, and the body of each innermost one is
+also kept as ``loop``, the work of one more trip, for the cost model to size
+(``costmodel.resolve_dynamic_grids``) the way it sizes a run-time grid axis.
 """
 
 from __future__ import annotations
@@ -45,6 +50,13 @@ def _merge(into: dict[str, Any], arm: dict[str, Any], *, runs: bool) -> None:
     into["dots"] += [d if runs else {**d, "runs": 0.0} for d in arm["dots"]]
     for key in ("weighted", "dearest"):
         into["branches"][key] += arm["branches"][key]
+    if "loop" in arm:
+        _merge(into.setdefault("loop", _new_work()), arm["loop"], runs=runs)
+
+
+def _holds_while(jaxpr) -> bool:
+    return any(eqn.primitive.name == "while" or any(_holds_while(sub) for sub, _ in _sub_jaxprs(eqn))
+               for eqn in jaxpr.eqns)
 
 
 def _arm_cost(arm: dict[str, Any]) -> tuple[float, float]:
@@ -98,6 +110,10 @@ def body_work(jaxpr, scal: Scalars | None) -> dict[str, Any]:
                 continue
             for sub, repeat in _sub_jaxprs(eqn):  # loops: the control inside them is not evaluated
                 walk(work, sub, times * repeat, mask, None)
+            if eqn.primitive.name == "while" and not _holds_while(eqn.params["body_jaxpr"].jaxpr):
+                trip = _new_work()  # one more trip of an innermost run-time loop
+                walk(trip, eqn.params["body_jaxpr"].jaxpr, times, mask, None)
+                _merge(work.setdefault("loop", _new_work()), trip, runs=True)
 
     def walk_cond(work, eqn, times: int, mask, sc: Scalars | None) -> None:
         branches = [b.jaxpr for b in eqn.params["branches"]]

@@ -11,11 +11,11 @@ with the model's fitted parameters (``params.py``). Per kernel:
   index changes, plus the last. Operands outside the pipeline (``pl.ANY``)
   move what the body's own DMAs copy, weighted like the rest of the body;
   with no DMA in the body, once at full size.
-* **Data-dependent grids**: an axis sized at run time (megablox's active
-  tiles) that is not known before the kernel runs is charged the trips that
-  make the kernels' matmul work equal to the reference's, the least an honest
-  program does; one trip count for all such axes of a program
-  (``resolve_dynamic_grids``).
+* **Run-time trip counts**: a grid axis sized at run time (megablox's active
+  tiles) or a ``while`` loop in a body (a paged kernel's key blocks), not
+  known before the kernel runs, is charged the trips that make the kernels'
+  matmul work equal to the reference's, the least an honest program does; one
+  trip count for all of them in a program (``resolve_dynamic_grids``).
 * **VMEM**: each block times its buffer count, plus scratch, padded to the
   (sublanes, 128) tile of its dtype; compared with the scoped limit the
   compiler applies (``vmem_limit_bytes``, else the generation's default).
@@ -64,28 +64,57 @@ def _matmul_work(desc: dict[str, Any]) -> float:
     return matmul_flops_per_step(desc) * int(desc["steps"]) * int(desc.get("repeat", 1))
 
 
+def _loop_work(desc: dict[str, Any]) -> float:
+    """The matmul FLOPs of one more trip of a kernel's innermost run-time loops, over its static grid."""
+    loop = desc["body"].get("loop")
+    if not loop:
+        return 0.0
+    per_step = sum(2.0 * d["m"] * d["n"] * d["k"] * d["batch"] * d["count"] for d in loop["dots"])
+    return per_step * int(desc["steps"]) * int(desc.get("repeat", 1))
+
+
+def _with_loop_trips(body: dict[str, Any], extra: int) -> dict[str, Any]:
+    """The body with ``extra`` more trips of its innermost run-time loops."""
+    loop = body["loop"]
+    out = {**body, "dots": body["dots"] + [{**d, "count": d["count"] * extra, "runs": d["runs"] * extra}
+                                           for d in loop["dots"]]}
+    for key in ("elementwise", "transcendental", "dma_bytes"):
+        for field in (key, f"{key}_runs"):
+            out[field] = body.get(field, 0) + extra * loop.get(field, 0)
+    return out
+
+
 def resolve_dynamic_grids(kernels: list[dict[str, Any]], reference_flops: float | None) -> list[dict[str, Any]]:
-    """The descriptions with every run-time-sized grid axis given an extent: one trip count for all of them, the
-    least at which the kernels' matmul work together reaches the reference's (at least 1), or 1 when that cannot
-    be told (no dots, or no reference count), said in ``dynamic_note``. One count shared, not the reference's
-    whole work per kernel: a mixture of experts' three grouped matmuls each do a third of it."""
-    dynamic = [i for i, k in enumerate(kernels) if k.get("dynamic_axes")]
-    if not dynamic:
+    """The descriptions with every run-time trip count given a number: one for all of them, the least at which
+    the kernels' matmul work together reaches the reference's (at least 1), or 1 when that cannot be told (no
+    dots, or no reference count), said in ``dynamic_note``. Run-time trip counts are a grid axis sized at run
+    time (megablox's active tiles) and a ``while`` loop in a body (a paged kernel's key blocks; only innermost
+    loops with matmuls in them, in kernels without a run-time axis, outer ones stay at one trip). One count
+    shared, not the reference's whole work per kernel: a mixture of experts' three grouped matmuls each do a
+    third of it."""
+    grids = [i for i, k in enumerate(kernels) if k.get("dynamic_axes")]
+    loops = [i for i, k in enumerate(kernels) if i not in grids and _loop_work(k)]
+    if not grids and not loops:
         return kernels
-    fixed = sum(_matmul_work(k) for i, k in enumerate(kernels) if i not in dynamic)
-    per_trip = sum(_matmul_work(kernels[i]) for i in dynamic)
+    # at T trips: a grid kernel does T x its work, a loop kernel its work (one trip) plus T - 1 more trips
+    fixed = sum(_matmul_work(k) - (_loop_work(k) if i in loops else 0.0)
+                for i, k in enumerate(kernels) if i not in grids)
+    per_trip = sum(_matmul_work(kernels[i]) for i in grids) + sum(_loop_work(kernels[i]) for i in loops)
     if per_trip and reference_flops:
         trips = max(1, math.ceil((reference_flops - fixed) / per_trip))
-        note = f"data-dependent grid axis charged {trips} trips: the kernels' matmul work reaching the reference's"
+        note = f"run-time trip count charged {trips} trips: the kernels' matmul work reaching the reference's"
     else:
-        trips, note = 1, "data-dependent grid axis charged 1 trip (no matmul work to size it by): a lower bound"
+        trips, note = 1, "run-time trip count charged 1 trip (no matmul work to size it by): a lower bound"
     out = list(kernels)
-    for i in dynamic:
+    for i in grids:
         desc = kernels[i]
         axis = desc["dynamic_axes"][0]
         grid = [trips if a == axis else (1 if g is None else g) for a, g in enumerate(desc["grid"])]
         out[i] = {**desc, "grid": grid, "steps": int(desc["steps"]) * trips, "dynamic_axes": [],
                   "dynamic_note": note}
+    for i in loops:
+        desc = kernels[i]
+        out[i] = {**desc, "body": _with_loop_trips(desc["body"], trips - 1), "dynamic_note": note}
     return out
 
 

@@ -65,7 +65,9 @@ def predict(point: dict[str, Any], params: ModelParams, chip: dict[str, Any],
     """The model's time for a point, nuisance terms of its measurement included."""
     seconds = 0.0
     if point.get("kernels"):
-        seconds += estimate(point["kernels"], chip, point["target"], params=params).seconds
+        # an expert's run-time trip counts are sized by its task's reference work, as a candidate's are
+        seconds += estimate(point["kernels"], chip, point["target"], params=params,
+                            reference_flops=point.get("reference_flops")).seconds
     for key in ("glue", "program"):
         if point.get(key):
             seconds += estimate_program(point[key], chip, params).seconds
