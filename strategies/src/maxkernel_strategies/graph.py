@@ -7,9 +7,15 @@ on-chip memory is skipped before any compile), or, when a kernel has no move
 left, a new idea from the planner implemented as a child. The root comes from the
 planner. At each depth every beam node gets ``expansions`` children, judged
 concurrently (up to ``concurrency``) by the sandboxed cascade; a child that
-regresses stays in the graph but not in the beam. The beam keeps the
-``beam_width`` fastest verified nodes (device time on a TPU, the cost model
-elsewhere). Seeded: with a deterministic provider (offline, replay) the same
+regresses stays in the graph but not in the beam, and a node one of its own
+children beats leaves it (the search goes on from the child, as a hill climb
+does, instead of spending evaluations on the parent's other moves). The beam
+keeps the ``beam_width`` fastest verified nodes (device time on a TPU, the cost
+model elsewhere). When the moves come in no order of their author's (generic
+moves, or the second and later parallel searches), they are tried coarse to
+fine (``search.blind_order``): first the fit check's long moves (a growing move
+repeated to the edge of what fits on-chip memory, or traded against another
+block lowered until it fits), then the rest by step size. Seeded: with a deterministic provider (offline, replay) the same
 seed gives the same graph. Every node and edge is stored before the next
 expansion, and ``--resume`` reuses every stored verdict instead of judging a
 candidate twice.
@@ -35,7 +41,8 @@ from attrs import field, frozen
 from maxkernel_core import Candidate, SearchEdge, SearchNode, Strategy, hookimpl
 from maxkernel_core.config_values import options_record
 
-from .search import fresh_children, moves_from, session_key
+from .search import blind_order, fit_moves_of, fresh_children, moves_from, session_key
+from .tunables import tunables
 
 #: Evaluations in flight when neither the options nor the executor say.
 DEFAULT_CONCURRENCY = 2
@@ -60,7 +67,8 @@ def score(attempt) -> float:
 
 class GraphSearch(Strategy):
     name = "graph"
-    description = "beam search: children are parameter moves or planner ideas; regressions leave the beam"
+    description = ("beam search: children are parameter moves or planner ideas; regressions, and parents their "
+                   "children beat, leave the beam")
 
     def __init__(self, options=None) -> None:
         super().__init__(options)
@@ -74,6 +82,7 @@ class GraphSearch(Strategy):
         self.rngs = [random.Random(seed if searches == 1 else f"{seed}/search-{i}") for i in range(searches)]
         self.judged = {session_key(a.candidate.code): a for a in session.history}  # resume: reuse verdicts
         self.nodes = {n.candidate_id: n for n in session.store.nodes(session.run_id)}
+        self.fits: dict[str, bool] = {}  # the fit check's answers by point, for the long moves it makes
         root = self._root()
         if root is None:
             return session.finish()
@@ -81,15 +90,17 @@ class GraphSearch(Strategy):
         for depth in range(1, self.opts.depth + 1):
             if session.budget_left() == 0:
                 break
-            grown = self._expand(beams, depth)
-            pools = [{pair[0].id: pair for pair in [*beam, *children]} for beam, children in zip(beams, grown, strict=False)]
+            beams_before = beams
+            grown, beaten = self._expand(beams, depth)
+            pools = [{pair[0].id: pair for pair in [*beam, *children] if pair[0].id not in gone}
+                     for beam, children, gone in zip(beams, grown, beaten, strict=False)]
             # ties broken by the code itself, never by random ids: the same seed must give the same beam
             beams = [[pair for pair in sorted(pool.values(), key=lambda p: (score(p[1]), session_key(p[1].candidate.code)))
                       if score(pair[1]) < float("inf")][: self.opts.beam_width] for pool in pools]
             in_beam = {node.id for beam in beams for node, _ in beam}
             seen = set()
-            for pool in pools:
-                for node, attempt in pool.values():
+            for pool, beam in zip(pools, beams_before, strict=False):  # a beaten parent is stored out of the beam
+                for node, attempt in [*pool.values(), *beam]:
                     if node.id not in seen:
                         seen.add(node.id)
                         self._store(attrs.evolve(node, in_beam=node.id in in_beam, score=_finite(score(attempt))))
@@ -168,7 +179,9 @@ class GraphSearch(Strategy):
                      known: set[str]) -> list[tuple[str, Candidate]]:
         moves, ordered = moves_from(self.session, attempt.candidate)
         if not ordered or search > 0:  # the author's order leads the first search; the others explore
-            rng.shuffle(moves)
+            candidate = attempt.candidate
+            point = dict(candidate.parameters) or tunables(candidate.code)
+            moves = blind_order(point, moves, fit_moves_of(self.session, candidate, moves, self.fits), rng)
         children = []
         seen = {session_key(attempt.candidate.code), *known}
         for move, child in fresh_children(self.session, attempt.candidate, moves, seen, "search", self.name):
@@ -182,7 +195,8 @@ class GraphSearch(Strategy):
         return children
 
     def _expand(self, beams, depth: int):
-        """Children of every beam node of every search, judged in one concurrent batch (each code once)."""
+        """Children of every beam node of every search, judged in one concurrent batch (each code once); and,
+        per search, the ids of the beam nodes a child of their own beat."""
         known = self._in_graph_before(depth)
         work = [(i, node, move, child) for i, beam in enumerate(beams) for node, attempt in beam
                 for move, child in self._children_of(node, attempt, self.rngs[i], i, known)]
@@ -197,15 +211,19 @@ class GraphSearch(Strategy):
         with ThreadPoolExecutor(max_workers=self._concurrency()) as pool:
             verdicts = dict(zip(unique, pool.map(self._judge, unique.values()), strict=False))
         grown: list[list] = [[] for _ in beams]
+        beaten: list[set[str]] = [set() for _ in beams]
+        parent_score = {node.id: score(attempt) for beam in beams for node, attempt in beam}
         for i, parent, move, child in work:  # stored in a fixed order: seeded runs match
             attempt = verdicts[session_key(child.code)]
+            if score(attempt) < parent_score[parent.id]:
+                beaten[i].add(parent.id)
             known = attempt.candidate.id in self.nodes  # resumed, or reached by another search: stored already
             node = self._node_for(attempt, parent, depth)
             if not known:
                 note = f"search {i}" if len(beams) > 1 else ""
                 self.session.add_edge(SearchEdge(self.session.run_id, parent.id, node.id, move, note))
             grown[i].append((node, attempt))
-        return grown
+        return grown, beaten
 
 
 def _finite(value: float) -> float | None:
