@@ -158,3 +158,24 @@ def test_graph_walks_a_blind_space_by_its_long_moves_and_drops_parents_their_chi
     root = next(n for n in store.nodes(session.run_id) if n.depth == 0)
     assert not root.in_beam
     assert sum(1 for e in store.edges(session.run_id) if e.parent_id == root.id) == 2  # expanded once
+
+
+def test_a_backend_that_cannot_tell_what_fits_gives_no_long_moves(mk_pm, tmp_path):
+    """No fit check, no edge: a repeated doubling would run to the end of the values (256x the blocks)."""
+    from maxkernel_strategies.search import fit_moves_of, moves_from
+
+    class Blind(BudgetBackend):
+        def check_fit(self, task, candidate, *, target):
+            return None
+
+    mk_pm.register(CornerAuthor(), name="corner")
+    backend = Blind()
+    task = backend.load_task("fake_matmul")
+    session = RunSession(mk_pm, RunStore(tmp_path / "runs.db"), task, RunConfig(task.id, "graph"), backend)
+    corner = session.implement(session.plan())
+    moves, _ = moves_from(session, corner)
+    assert fit_moves_of(session, corner, moves, {}) == []
+    backend_that_tells = BudgetBackend()
+    told = RunSession(mk_pm, RunStore(tmp_path / "told.db"), task, RunConfig(task.id, "graph"), backend_that_tells)
+    assert [m.label for m in fit_moves_of(told, corner, moves, {})] == ["double BLOCK_M to the edge",
+                                                                         "double BLOCK_K to the edge"]

@@ -15,10 +15,10 @@ model elsewhere). When the moves come in no order of their author's (generic
 moves, or the second and later parallel searches), they are tried coarse to
 fine (``search.blind_order``): first the fit check's long moves (a growing move
 repeated to the edge of what fits on-chip memory, or traded against another
-block lowered until it fits), then the rest by step size. Seeded: with a deterministic provider (offline, replay) the same
-seed gives the same graph. Every node and edge is stored before the next
-expansion, and ``--resume`` reuses every stored verdict instead of judging a
-candidate twice.
+block lowered until it fits), then the rest by step size. Seeded: with a
+deterministic provider (offline, replay) the same seed gives the same graph.
+Every node and edge is stored before the next expansion, and ``--resume``
+reuses every stored verdict instead of judging a candidate twice.
 
 Parallel independent search (``searches`` > 1): that many beams grow from the
 same root side by side, each with its own random stream (so each explores
@@ -82,7 +82,7 @@ class GraphSearch(Strategy):
         self.rngs = [random.Random(seed if searches == 1 else f"{seed}/search-{i}") for i in range(searches)]
         self.judged = {session_key(a.candidate.code): a for a in session.history}  # resume: reuse verdicts
         self.nodes = {n.candidate_id: n for n in session.store.nodes(session.run_id)}
-        self.fits: dict[str, bool] = {}  # the fit check's answers by point, for the long moves it makes
+        self.fits: dict[str, bool | None] = {}  # the fit check's answers by point, for the long moves it makes
         root = self._root()
         if root is None:
             return session.finish()

@@ -162,18 +162,22 @@ def _lowered_until_it_fits(start: dict[str, Any], name: str, moves_at, fits) -> 
     return None
 
 
-def fit_moves_of(session, candidate: Candidate, moves: list[Move], memo: dict[str, bool]) -> list[Move]:
+def fit_moves_of(session, candidate: Candidate, moves: list[Move], memo: dict[str, bool | None]) -> list[Move]:
     """``fit_moves`` at ``candidate``'s point, through the session: the moves at a point are its module's at
-    that point, the fit check the backend's (``memo`` keeps its answers by point for the run)."""
+    that point, the fit check the backend's (``memo`` keeps its answers by point for the run). A backend
+    that cannot tell what fits has no edge to go to: no long moves (a point it cannot tell about ends one)."""
     point = dict(candidate.parameters) or tunables(candidate.code)
 
     def at(p: dict[str, Any]) -> Candidate:
         return child_of(candidate, Move("", p), "search", "")
 
-    def fits(p: dict[str, Any]) -> bool:
+    def answer(p: dict[str, Any]) -> bool | None:
         key = _key(p)
         if key not in memo:
-            memo[key] = not ruled_out(session, at(p))
+            fit = session.check_fit(at(p))
+            memo[key] = None if fit is None else fit.fits
         return memo[key]
 
-    return fit_moves(point, moves, lambda p: moves_from(session, at(p))[0], fits)
+    if answer(point) is None:
+        return []
+    return fit_moves(point, moves, lambda p: moves_from(session, at(p))[0], lambda p: answer(p) is True)
