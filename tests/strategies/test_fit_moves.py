@@ -174,8 +174,8 @@ def test_a_backend_that_cannot_tell_what_fits_gives_no_long_moves(mk_pm, tmp_pat
     session = RunSession(mk_pm, RunStore(tmp_path / "runs.db"), task, RunConfig(task.id, "graph"), backend)
     corner = session.implement(session.plan())
     moves, _ = moves_from(session, corner)
-    assert fit_moves_of(session, corner, moves, {}) == []
+    assert fit_moves_of(session, corner, corner.parameters, moves, {}) == []
     backend_that_tells = BudgetBackend()
     told = RunSession(mk_pm, RunStore(tmp_path / "told.db"), task, RunConfig(task.id, "graph"), backend_that_tells)
-    assert [m.label for m in fit_moves_of(told, corner, moves, {})] == ["double BLOCK_M to the edge",
+    assert [m.label for m in fit_moves_of(told, corner, corner.parameters, moves, {})] == ["double BLOCK_M to the edge",
                                                                          "double BLOCK_K to the edge"]

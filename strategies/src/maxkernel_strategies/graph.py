@@ -41,8 +41,7 @@ from attrs import field, frozen
 from maxkernel_core import Candidate, SearchEdge, SearchNode, Strategy, hookimpl
 from maxkernel_core.config_values import options_record
 
-from .search import blind_order, fit_moves_of, fresh_children, moves_from, session_key
-from .tunables import tunables
+from .search import blind_moves, fresh_children, moves_from, session_key
 
 #: Evaluations in flight when neither the options nor the executor say.
 DEFAULT_CONCURRENCY = 2
@@ -179,9 +178,7 @@ class GraphSearch(Strategy):
                      known: set[str]) -> list[tuple[str, Candidate]]:
         moves, ordered = moves_from(self.session, attempt.candidate)
         if not ordered or search > 0:  # the author's order leads the first search; the others explore
-            candidate = attempt.candidate
-            point = dict(candidate.parameters) or tunables(candidate.code)
-            moves = blind_order(point, moves, fit_moves_of(self.session, candidate, moves, self.fits), rng)
+            moves = blind_moves(self.session, attempt.candidate, moves, rng, self.fits)
         children = []
         seen = {session_key(attempt.candidate.code), *known}
         for move, child in fresh_children(self.session, attempt.candidate, moves, seen, "search", self.name):

@@ -162,12 +162,17 @@ def _lowered_until_it_fits(start: dict[str, Any], name: str, moves_at, fits) -> 
     return None
 
 
-def fit_moves_of(session, candidate: Candidate, moves: list[Move], memo: dict[str, bool | None]) -> list[Move]:
-    """``fit_moves`` at ``candidate``'s point, through the session: the moves at a point are its module's at
-    that point, the fit check the backend's (``memo`` keeps its answers by point for the run). A backend
-    that cannot tell what fits has no edge to go to: no long moves (a point it cannot tell about ends one)."""
+def blind_moves(session, candidate: Candidate, moves: list[Move], rng, memo: dict[str, bool | None]) -> list[Move]:
+    """``candidate``'s moves in ``blind_order``, with the long moves ``fit_moves_of`` finds."""
     point = dict(candidate.parameters) or tunables(candidate.code)
+    return blind_order(point, moves, fit_moves_of(session, candidate, point, moves, memo), rng)
 
+
+def fit_moves_of(session, candidate: Candidate, point: dict[str, Any], moves: list[Move],
+                 memo: dict[str, bool | None]) -> list[Move]:
+    """``fit_moves`` at ``candidate``'s ``point``, through the session: the moves at a point are its module's
+    at that point, the fit check the backend's (``memo`` keeps its answers by point for the run). A backend
+    that cannot tell what fits has no edge to go to: no long moves (a point it cannot tell about ends one)."""
     def at(p: dict[str, Any]) -> Candidate:
         return child_of(candidate, Move("", p), "search", "")
 

@@ -67,10 +67,7 @@ def _matmul_work(desc: dict[str, Any]) -> float:
 def _loop_work(desc: dict[str, Any]) -> float:
     """The matmul FLOPs of one more trip of a kernel's innermost run-time loops, over its static grid."""
     loop = desc["body"].get("loop")
-    if not loop:
-        return 0.0
-    per_step = sum(2.0 * d["m"] * d["n"] * d["k"] * d["batch"] * d["count"] for d in loop["dots"])
-    return per_step * int(desc["steps"]) * int(desc.get("repeat", 1))
+    return _matmul_work({**desc, "body": loop}) if loop else 0.0
 
 
 def _with_loop_trips(body: dict[str, Any], extra: int) -> dict[str, Any]:

@@ -45,6 +45,14 @@ def _module(folder: Path):
     return module
 
 
+def _reference_program(folder: Path):
+    """(fn, full-size input shapes) of a task's reference, its static arguments bound."""
+    module = _module(folder)
+    _, static = module.get_inputs(size="small")
+    shapes = list(jax.eval_shape(lambda: module.get_inputs(size="full")[0]))
+    return functools.partial(lambda s, *a: module.computation(*a, *s), static), shapes
+
+
 def reference_points(suite: Path, log=print) -> list[dict[str, Any]]:
     """Each JAXBench task's reference, compiled for v6e, against its published baseline time."""
     measured = {p["workload"]: p["seconds"] for p in load_data("jaxbench_v6e")["points"] if p["variant"] == "baseline"}
@@ -53,10 +61,7 @@ def reference_points(suite: Path, log=print) -> list[dict[str, Any]]:
         if folder.name not in measured:
             continue
         log(f"  {folder.name}")
-        module = _module(folder)
-        _, static = module.get_inputs(size="small")
-        shapes = list(jax.eval_shape(lambda m=module: m.get_inputs(size="full")[0]))
-        fn = functools.partial(lambda m, s, *a: m.computation(*a, *s), module, static)
+        fn, shapes = _reference_program(folder)
         points.append({"source": "jaxbench_v6e", "id": folder.name, "target": "v6e", "measured_s": measured[folder.name],
                        "cls": operator_class(folder.name), "dispatch": False, "scheduler": False,
                        **describe(fn, shapes, "v6e", kernels=False)})
@@ -204,10 +209,8 @@ def reference_matmul_flops(folder: Path) -> float:
     in the cost model (as the judge's ``matmul_floor`` does for a candidate)."""
     from maxkernel_pallas_judge.judge.work import work_stats
 
-    module = _module(folder)
-    _, static = module.get_inputs(size="small")
-    shapes = list(jax.eval_shape(lambda: module.get_inputs(size="full")[0]))
-    return float(work_stats(jax.make_jaxpr(lambda *a: module.computation(*a, *static))(*shapes))["glue_flops"])
+    fn, shapes = _reference_program(folder)
+    return float(work_stats(jax.make_jaxpr(fn)(*shapes))["glue_flops"])
 
 
 def expert_points(suite: Path, log=print) -> list[dict[str, Any]]:
