@@ -61,3 +61,18 @@ def run_until_killed(args: list[str], home: Path, enough, *, cwd: Path | None = 
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     return store, store.list_runs(1)[0].id
+
+
+def assert_close(got, want, *, rtol: float, atol: float, ulps: int = 2) -> None:
+    """``got`` against ``want`` at ``rtol``/``atol``, widened to ``ulps`` units in the last place of the output's
+    own dtype: a bfloat16 or float16 result cannot be compared at f32's resolution (one bfloat16 ulp is 2^-8
+    relative), and a kernel that rounds once more than the reference legitimately differs by one."""
+    import numpy as np
+
+    dtype = np.asarray(got).dtype
+    if np.issubdtype(dtype, np.floating) or dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        import ml_dtypes
+
+        eps = float(ml_dtypes.finfo(dtype).eps)
+        rtol, atol = max(rtol, ulps * eps), max(atol, ulps * eps)
+    np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=rtol, atol=atol)

@@ -19,6 +19,7 @@ from maxkernel_tpu_offline.ir import Declined
 from maxkernel_tpu_offline.synthesis import OfflineDeclined
 from maxkernel_tpu_offline.staged import analyse_staged
 
+from ..helpers import assert_close
 from .test_synthesizer import _task, offline_session
 
 TASKS = Path(__file__).parent / "tasks"
@@ -50,7 +51,7 @@ def _interpret(patch):
 
 
 def _close(got, want):
-    np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=1e-4, atol=1e-4)
+    assert_close(got, want, rtol=1e-4, atol=1e-4)  # a bf16 output at bf16's resolution
 
 
 CONVS = [  # (lhs shape, rhs shape, keyword arguments of lax.conv_general_dilated)

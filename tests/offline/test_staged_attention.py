@@ -9,6 +9,7 @@ import pytest
 from jax import lax
 from maxkernel_tpu_offline import staged_attention, staged_runtime
 
+from ..helpers import assert_close
 from .test_staged import _interpret
 
 B, S, H, D = 2, 256, 2, 32
@@ -30,7 +31,7 @@ def _run(program, *args):
         with jax.default_matmul_precision("highest"):
             got = jax.jit(staged_runtime._with_kernels(program, len(args)))(*args)
             want = jax.jit(program)(*args)
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-4)  # outputs reach ~15
+    assert_close(got, want, rtol=1e-4, atol=1e-4)  # outputs reach ~15
     return calls
 
 

@@ -15,6 +15,7 @@ from maxkernel_pallas_judge.judge.work import work_stats
 from maxkernel_tpu_offline import staged_runtime
 from maxkernel_tpu_offline.staged_epilogue import _epilogue_plan, _flattened
 
+from ..helpers import assert_close
 from .test_staged import _close, _interpret, interpret  # noqa: F401 (a fixture)
 
 KEYS = jax.random.split(jax.random.key(7), 8)
@@ -182,5 +183,5 @@ def test_any_elementwise_tail_is_exact_on_the_kernel(steps):
     # A bf16 round trip turns the kernel's f32 rounding (blocked accumulation) into a whole bf16 ulp (2^-8)
     # where a value sits at a rounding boundary, and a later square doubles it: compared at bf16's resolution.
     tol = 2e-2 if ("unary", "bf16-round-trip") in steps else 2e-3
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=tol, atol=tol)
+    assert_close(got, want, rtol=tol, atol=tol)
 

@@ -19,6 +19,7 @@ from maxkernel_tpu_offline import (
 from maxkernel_tpu_offline.ir import Declined
 from maxkernel_tpu_offline.staged import analyse_staged, describe
 
+from ..helpers import assert_close
 from .test_staged_paged import _Pallas
 
 GMM = Path(__file__).parents[2] / "jaxbench" / "11p_Megablox_GMM"
@@ -161,7 +162,7 @@ def test_a_loop_read_otherwise_still_runs_exactly(grouped):
                 jnp.array([16, 0, 30, 18], jnp.int32))
         program = _loop(offset=1)
         got = jax.jit(staged_runtime._with_kernels(program, 3))(*args)
-        np.testing.assert_allclose(np.asarray(got), np.asarray(jax.jit(program)(*args)), rtol=1e-5, atol=1e-4)
+        assert_close(got, jax.jit(program)(*args), rtol=1e-5, atol=1e-4)
 
 
 def test_the_planner_describes_the_grouped_kernel_the_judge_extracts():
