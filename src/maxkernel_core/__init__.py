@@ -22,6 +22,7 @@ from .hookspecs import hookimpl
 from .interfaces import (
     Backend,
     Executor,
+    HostCheck,
     LLMMessage,
     LLMProvider,
     LLMRequest,
@@ -51,6 +52,7 @@ from .records import (
     RunConfig,
     SearchEdge,
     SearchNode,
+    Speed,
     Task,
     TestReport,
 )
@@ -61,8 +63,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Attempt", "Backend", "Candidate", "CandidateFailed", "CheckResult", "CompileError", "ConfigError", "Decline",
-    "EvalStatus", "Evaluation", "Fit", "Move", "Parameter", "ParameterSpace", "Executor", "ExecutorError", "LLMMessage", "LLMProvider", "LLMRequest", "LLMResponse", "MaxKernelError", "Plan",
-    "PluginError", "Profile", "Provenance", "ProviderError", "Readiness", "RunConfig", "SearchEdge",
+    "EvalStatus", "Evaluation", "HostCheck", "Fit", "Move", "Parameter", "ParameterSpace", "Executor", "ExecutorError", "LLMMessage", "LLMProvider", "LLMRequest", "LLMResponse", "MaxKernelError", "Plan",
+    "PluginError", "Profile", "Provenance", "ProviderError", "Readiness", "RunConfig", "SearchEdge", "Speed",
     "SearchNode", "SettingsSection", "StoreError", "Strategy", "Task", "TaskError", "TaskRef", "TaskSuite", "TestReport",
     "UnknownPluginError", "from_json", "get_plugin_manager", "hookimpl", "optimize", "to_json",
 ]

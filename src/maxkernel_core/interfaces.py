@@ -104,6 +104,11 @@ class Backend(abc.ABC):
         return (f"Task {task.id}: {task.description}\nInput dtype {task.dtype or 'see reference'}; "
                 f"tolerances atol={task.atol}, rtol={task.rtol}.")
 
+    def host_checks(self) -> list[HostCheck]:
+        """What this backend finds on this host (its chip and how it was found, the sandbox candidates run in),
+        for ``maxkernel doctor``; nothing by default."""
+        return []
+
     def close(self) -> None:
         """Release worker processes and other resources (by default there are none)."""
         return None
@@ -225,6 +230,16 @@ class LLMResponse:
     cost_usd: float | None = None
     latency_s: float = 0.0
     finish_reason: str = ""
+
+
+@frozen
+class HostCheck:
+    """One fact a backend reports about this host for ``maxkernel doctor``: what was checked, whether it is as
+    it should be, and in a sentence what was found and how (or what to do)."""
+
+    name: str
+    ok: bool
+    message: str
 
 
 @frozen

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import TaskError
@@ -203,6 +204,32 @@ def tasks_cmd(path: Path | None, as_json: bool) -> None:
 def record_json(record: Any) -> str:
     """A record as pretty JSON, as `--json` flags print them."""
     return json.dumps(to_json(record), indent=2, sort_keys=True, default=str)
+
+
+@cli.command("doctor")
+@click.option("--json", "as_json", is_flag=True)
+def doctor_cmd(as_json: bool) -> None:
+    """What each backend finds on this host: its chip (asked of the chip's runtime) and the sandbox candidates
+    run in. Exits 1 when a check is not as it should be."""
+    app = _app()
+    rows = []
+    for name, reg in app.pm.registries.backends.items():
+        backend = reg.cls(app.settings)
+        try:
+            checks = backend.host_checks()
+        finally:
+            backend.close()
+        rows += [{"backend": name, "check": c.name, "ok": c.ok, "message": c.message} for c in checks]
+    if as_json:
+        _echo_json(rows)
+    else:
+        table = Table("backend", "check", "", "found", title="maxkernel doctor")
+        for row in rows:
+            table.add_row(row["backend"], row["check"], "[green]ok[/]" if row["ok"] else "[yellow]attention[/]",
+                          escape(row["message"]))
+        _console().print(table)
+    if not all(row["ok"] for row in rows):
+        raise SystemExit(1)
 
 
 @cli.command("providers")

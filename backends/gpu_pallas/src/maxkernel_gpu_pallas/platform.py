@@ -51,8 +51,23 @@ class GpuPlatform(Platform):
                       "against a GPU), not compiled or run on a GPU")
     reference_basis = "XLA's reference, by the same roofline and credited with perfect fusion,"
 
-    def attached(self) -> bool:
-        return Path("/dev/nvidia0").exists() or Path("/dev/nvidiactl").exists()
+    def found(self):
+        """No NVIDIA device file, no GPU (CUDA's runtime is not started to say so); with one, what CUDA reports."""
+        if not (Path("/dev/nvidia0").exists() or Path("/dev/nvidiactl").exists()):
+            from maxkernel_pallas_judge.chip_probe import ChipFound
+
+            return ChipFound("gpu", False, how="no /dev/nvidia* device file")
+        return super().found()
+
+    def attached_target(self) -> str | None:
+        """The target whose name the attached GPU's kind holds ("NVIDIA H100 80GB HBM3" -> h100); None for a
+        GPU this backend has no figures for. (The device path is tested on the CPU with a stand-in chip; no GPU
+        has run it.)"""
+        from .targets import TARGETS
+
+        chip = self.found()
+        kind = chip.kind.lower().replace(" ", "") if chip.attached else ""
+        return next((target for target in TARGETS if target in kind), None)
 
     def device_paths(self) -> list[str]:
         dev = Path("/dev")

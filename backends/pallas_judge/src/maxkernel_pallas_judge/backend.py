@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from maxkernel_core import Backend, Candidate, Evaluation, Fit, Task, TaskRef
+from maxkernel_core import Backend, Candidate, Evaluation, Fit, HostCheck, Task, TaskRef
 
 from . import tasks
 
@@ -107,6 +107,30 @@ class PallasBackend(Backend):
                 f"full size is what is compiled and timed):\n\n```python\n{source.strip()}\n```\n\n"
                 f"The candidate must define `computation` with the same arguments as `{entry}` "
                 f"(dynamic arguments, then static ones) and match it within atol={task.atol}, rtol={task.rtol}.")
+
+    def host_checks(self) -> list[HostCheck]:
+        """The chip this host has (as its runtime reports it) and whether its programs are measured, and the
+        sandbox candidates run in."""
+        from .sandbox import bwrap
+        from .settings import eval_settings
+
+        platform = self.platform()
+        device = eval_settings(self.settings).device
+        chip = platform.found()
+        if device == "cpu":
+            line, ok = f"{chip.line()}; [eval] device is cpu: every speed is the cost model's estimate", True
+        elif chip.attached:
+            target = platform.attached_target()
+            ok = target is not None
+            line = (f"{chip.line()}: kernels for --target {target} are run and timed on it (measured)" if ok else
+                    f"{chip.line()}, a kind this backend does not model: its speeds are estimates")
+        else:
+            ok = device != platform.name  # [eval] device names the chip, and none is here
+            line = chip.line() + ("" if ok else f"; [eval] device is {device}: judging will fail here")
+        usable, why = bwrap.probe()
+        sandbox = ("bubblewrap: PID, mount, network and IPC namespaces, a read-only filesystem" if usable
+                   else f"the weaker fallback: {why}; left open: {bwrap.FALLBACK_GAPS}")
+        return [HostCheck("chip", ok, line), HostCheck("sandbox", usable, sandbox)]
 
     def close(self) -> None:
         if self._evaluator is not None:

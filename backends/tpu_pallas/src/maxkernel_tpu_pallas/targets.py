@@ -17,6 +17,14 @@ TARGETS: dict[str, tuple[str, str]] = {
     "7x": ("tpu7x:2x2x1", "7x"),
 }
 DEFAULT_TARGET = "v5e"
+#: Device kinds as jax names them (``jax.devices()[0].device_kind``) -> our target names.
+DEVICE_KINDS = {"TPU v4": "v4", "TPU v5 lite": "v5e", "TPU v5e": "v5e", "TPU v5": "v5p", "TPU v5p": "v5p",
+                "TPU v6 lite": "v6e", "TPU v6e": "v6e", "TPU7x": "7x", "TPU 7x": "7x"}
+
+
+def target_of_kind(kind: str) -> str | None:
+    """Our target name for a device kind jax reports; None for a chip we do not model."""
+    return DEVICE_KINDS.get(kind.strip())
 
 
 def check_target(target: str) -> str:

@@ -20,15 +20,19 @@ class TpuPlatform(Platform):
     memory_name = "VMEM"
     memory_headroom = VMEM_HEADROOM
 
-    def attached(self) -> bool:
-        """A TPU VM exposes /dev/accel* (v2-v4) or /dev/vfio/* (v5e and later)."""
-        dev = Path("/dev")
-        return any(dev.glob("accel*")) or any(p.name != "vfio" for p in (dev / "vfio").glob("*"))
+    def attached_target(self) -> str | None:
+        """The attached chip's target, from the kind libtpu reports (``found``: a child process asks
+        ``jax.devices("tpu")``; TPU VMs with /dev/accel* or /dev/vfio/N and container hosts alike)."""
+        from .targets import target_of_kind
+
+        chip = self.found()
+        return target_of_kind(chip.kind) if chip.attached and chip.kind else None
 
     def device_paths(self) -> list[str]:
+        """What the device worker's sandbox binds: a TPU VM's /dev/accel* (v2-v4) and /dev/vfio (v5e and later)."""
         dev = Path("/dev")
         found = [str(p) for p in dev.glob("accel*")]
-        if (dev / "vfio").is_dir():
+        if (dev / "vfio").exists():
             found.append(str(dev / "vfio"))
         return found
 
@@ -100,6 +104,11 @@ class TpuPlatform(Platform):
         from .profiling.xla_model import estimate_program
 
         return estimate_program(xla["program"], xla["chip"], model_params(target))
+
+    def estimate_accuracy(self, target: str) -> str:
+        from .profiling.params import estimate_accuracy
+
+        return estimate_accuracy(target)
 
     def diagnose(self, est) -> list[str]:
         from .profiling.diagnosis import diagnose

@@ -44,11 +44,26 @@ class Platform:
     estimate_basis: ClassVar[str] = ""
     reference_basis: ClassVar[str] = ""
 
+    #: where a profiler trace holds this chip's work: planes named so, and lines ``timing_lines`` accepts
+    timing_plane: ClassVar[str] = "/device:"
+
     # --- the parent (no JAX) ----------------------------------------------------------
 
+    def found(self):
+        """What this chip's runtime reports on this host (``chip_probe.ChipFound``), asked in a child process so
+        the parent never holds the chip."""
+        from ..chip_probe import found
+
+        return found(self.name)
+
     def attached(self) -> bool:
-        """Whether this host has the chip (then the checker runs and times programs on it)."""
-        return False
+        """Whether this host has the chip (then the device worker checks and times programs on it)."""
+        return self.found().attached
+
+    def attached_target(self) -> str | None:
+        """The target the attached chip is (programs are measured only for it); None when none is attached or
+        its kind is not one this backend models."""
+        return None
 
     def device_paths(self) -> list[str]:
         """Device files a worker that runs on the chip needs inside its sandbox."""
@@ -95,11 +110,16 @@ class Platform:
         """The matmul precision XLA's reference must run at to pass the task's own check."""
         return {"precision": "default"}
 
+    def timing_lines(self, line: str) -> bool:
+        """Whether a trace line of ``timing_plane`` holds this chip's work (every line of a device plane)."""
+        return True
+
     def time_on_device(self, fn, args, *, trace_root) -> tuple[dict[str, Any], Any]:
-        """Median device time of ``fn`` from profiler traces, and its outputs (hosts with the chip only)."""
+        """Median device time of ``fn`` from one profiler trace, and its outputs (hosts with the chip only)."""
         from .timing import time_on_device
 
-        return time_on_device(fn, args, trace_root=trace_root)
+        return time_on_device(fn, args, trace_root=trace_root, plane_prefix=self.timing_plane,
+                              line_filter=self.timing_lines)
 
     # --- the parent's speed model ---------------------------------------------------------
 
@@ -137,7 +157,12 @@ class Platform:
                        tuple(details["diagnosis"]), details,
                        roofline_fraction=est.roofline_fraction, arithmetic_intensity=est.arithmetic_intensity,
                        fits_memory=est.fits_vmem, reference_note=reference_note, estimate_basis=self.estimate_basis,
-                       reference_basis=self.reference_basis)
+                       reference_basis=self.reference_basis, chip=est.target,
+                       accuracy=self.estimate_accuracy(est.target))
+
+    def estimate_accuracy(self, target: str) -> str:
+        """How wrong this chip's estimates have been against measurements, in a clause with its source."""
+        return "never held against a measurement on this chip."
 
 
 _loaded: dict[str, Platform] = {}
