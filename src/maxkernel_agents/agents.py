@@ -16,6 +16,7 @@ from string import Template
 from maxkernel_core import Candidate, LLMMessage, LLMRequest, Plan, Provenance, hookimpl
 
 from maxkernel_core.errors import UnusableReplies
+from maxkernel_core.speed import phrase
 
 from .codeblocks import NoUsableCode, extract_json, extract_module
 
@@ -70,12 +71,7 @@ def _ask_for_code(ctx, role: str, prompt: str, shared: dict[str, str]):
 
 def _verdict_line(attempt) -> str:
     ev = attempt.evaluation
-    speed = ""
-    if ev.profile and ev.profile.seconds:
-        kind = "estimated" if ev.profile.estimated else "measured"
-        speed = f", {kind} {ev.profile.seconds * 1e6:,.1f} us"
-        if ev.profile.speedup:
-            speed += f" ({ev.profile.speedup:.2f}x the XLA reference, {kind})"
+    speed = f", {phrase(ev.profile)}" if ev.profile and ev.profile.seconds else ""
     params = json.dumps(attempt.candidate.parameters) if attempt.candidate.parameters else "{}"
     return f"- {attempt.candidate.id} {params}: {ev.status.value}{speed}. {ev.reason[:300]}"
 

@@ -238,12 +238,66 @@ class Profile:
     estimate_basis: str = ""
     #: what the reference time is, in the sentence's words ("XLA's own compilation of the task's reference")
     reference_basis: str = ""
+    #: the chip the figure is for: the device measured ("TPU v5 lite") or the target modelled ("v5e")
+    chip: str = ""
+    #: whether the reference time was measured; None: of the same kind as ``seconds``
+    reference_measured: bool | None = None
+    #: how wrong the model has been against measurements on this chip, in a clause (estimates only)
+    accuracy: str = ""
 
     @property
     def speedup(self) -> float | None:
-        if self.seconds and self.reference_seconds:
-            return self.reference_seconds / self.seconds
-        return None
+        """Reference time over this time, only when both are of one kind (never measured over estimated)."""
+        return self.speed.ratio if self.seconds else None
+
+    @property
+    def speed(self) -> Speed:
+        """This figure as the one speed record every report words the same way (``maxkernel_core.speed``)."""
+        return Speed(self.seconds or 0.0, not self.estimated, self.chip, self.source, self.reference_seconds,
+                     (not self.estimated) if self.reference_measured is None else self.reference_measured,
+                     self.reference_basis, self.reference_note, self.estimate_basis, self.accuracy)
+
+
+@record
+@frozen
+class Speed:
+    """One speed figure: its time, measured or estimated, on which chip, from what source, and the reference
+    it is held against. A ratio exists only between two figures of one kind: a measured kernel is never
+    divided by an estimated reference, nor the other way round. ``maxkernel_core.speed`` words it."""
+
+    seconds: float
+    measured: bool
+    chip: str = ""
+    #: where the figure comes from ("device_trace": profiler traces on the chip; "cost_model": the model)
+    source: str = ""
+    reference_seconds: float | None = None
+    reference_measured: bool = False
+    #: what the reference is ("XLA's own compilation of the task's reference"); empty: that default
+    reference: str = ""
+    #: a sentence on the reference (the precision XLA runs it at)
+    note: str = ""
+    #: how an estimate was made ("the program was compiled for v6e and modelled, not run on one")
+    basis: str = ""
+    #: how wrong the model has been against measurements (estimates only)
+    accuracy: str = ""
+
+    @property
+    def kind(self) -> str:
+        return "measured" if self.measured else "estimated"
+
+    @property
+    def comparison(self) -> str:
+        """"measured/measured", "estimated/estimated", or the mixed kinds that give no ratio."""
+        if self.reference_seconds is None:
+            return self.kind
+        return f"{self.kind}/{'measured' if self.reference_measured else 'estimated'}"
+
+    @property
+    def ratio(self) -> float | None:
+        """The reference's time over this one (above 1: faster than the reference); None across kinds."""
+        if not (self.seconds and self.reference_seconds) or self.measured != self.reference_measured:
+            return None
+        return self.reference_seconds / self.seconds
 
 
 @record

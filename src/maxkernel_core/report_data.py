@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from .explain import speed_sentence
+from .speed import speed_sentence, versus
 from .serialize import to_json
 
 
@@ -25,6 +25,9 @@ def candidate_rows(evaluations, candidates: dict[str, Any]) -> list[dict[str, An
             "seconds": e.profile.seconds if e.profile else None,
             "estimated": e.profile.estimated if e.profile else None,
             "speedup_vs_xla": e.profile.speedup if e.profile else None,
+            # the ratio in the one wording every report uses: its kinds, and "slower" under 1x
+            "vs_xla": versus(e.profile) if e.profile else "",
+            "chip": e.profile.chip if e.profile else "",
             # which sandbox judged it, as the backend names it (e.g. "bwrap" or "fallback")
             "sandbox": e.sandbox or None,
             # "run/candidate" whose verdict this is when identical code was judged before (not re-judged)

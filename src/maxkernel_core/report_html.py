@@ -43,7 +43,7 @@ def _reason_cell(reason: str) -> str:
 def _row(i: int, r: dict[str, Any], best: str | None) -> str:
     us = f"{r['seconds'] * 1e6:,.1f}" if r["seconds"] and r["status"] == "ok" else ""
     kind = "" if not us or r["estimated"] is None else ("estimate" if r["estimated"] else "measured")
-    speedup = f"{r['speedup_vs_xla']:.2f}x" if r["speedup_vs_xla"] and us else ""
+    speedup = e(r.get("vs_xla") or "") if us else ""
     cls = ' class="best"' if r["candidate"] == best else ""
     params = " ".join(f"{k}={json.dumps(v)}" for k, v in sorted((r.get("parameters") or {}).items()))
     reused = f"<br><i>verdict of {e(r['reused_from'])}</i>" if r.get("reused_from") else ""

@@ -127,14 +127,9 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
 def kernel_header(result: RunResult, task, config: RunConfig) -> str:
     best = result.best
     ev, cand = best.evaluation, best.candidate
-    profile = ev.profile
-    if profile and profile.seconds:
-        kind = "estimated by the cost model" if profile.estimated else "measured on the device"
-        speed = f"{profile.seconds * 1e6:,.1f} us ({kind})"
-        if profile.speedup:
-            speed += f", {profile.speedup:.2f}x the XLA reference ({'an estimate' if profile.estimated else 'measured'})"
-    else:
-        speed = "not measured"
+    from .speed import phrase
+
+    speed = phrase(ev.profile) if ev.profile and ev.profile.seconds else "not measured"
     checks = ", ".join(f"{c.name} {'ok' if c.passed else 'FAILED'}" for c in ev.checks)
     how = cand.provenance
     return (f'"""Best kernel of maxkernel run {result.run_id} for task {task.id}, target {config.target}.\n\n'

@@ -371,19 +371,16 @@ class RunSession:
         return {a.candidate.parent_id for a in self.history if is_recheck(a.candidate) and not a.evaluation.ok}
 
     def best(self, exclude: set[str] = frozenset()) -> Attempt | None:
-        """The best verified attempt: ok verdicts only, fastest (estimated or measured) first; a re-check
-        itself and a kernel whose re-check failed never count."""
+        """The best verified attempt: ok verdicts only, measured figures ranked above estimates (never mixed as
+        raw seconds), then the fastest; a re-check itself and a kernel whose re-check failed never count."""
+        from .speed import rank
+
         excluded = set(exclude) | self.ruled_out()
         ok = [a for a in self.history if a.evaluation.ok and a.candidate.id not in excluded
               and not is_recheck(a.candidate)]
         if not ok:
             return None
-
-        def key(a: Attempt) -> float:
-            p = a.evaluation.profile
-            return p.seconds if p and p.seconds else float("inf")
-
-        return min(ok, key=key)
+        return min(ok, key=lambda a: rank(a.evaluation.profile))
 
     def finish(self, status: str | None = None, message: str = "", best_id: str | None = None) -> RunResult:
         """End the run with its best verified kernel: ``best_id`` if given and verified, else :meth:`best`,

@@ -7,7 +7,8 @@ from maxkernel_core.errors import StoreError
 from maxkernel_core.interfaces import LLMMessage, LLMRequest, LLMResponse
 from maxkernel_core.records import (
     Attempt, Candidate, CheckResult, CompileError, Decline, EvalStatus, Evaluation, Fit, Move, Parameter,
-    ParameterSpace, Plan, Profile, Provenance, RunConfig, SearchEdge, SearchNode, Task, TestReport, TunedConfig,
+    ParameterSpace, Plan, Profile, Provenance, RunConfig, SearchEdge, SearchNode, Speed, Task, TestReport,
+    TunedConfig,
 )
 from maxkernel_core.serialize import from_json, to_json
 from maxkernel_core.session import RunResult
@@ -38,6 +39,7 @@ SAMPLES = [
     RunResult("run-1", "t1", "ok", Attempt(CAND, EVAL), 3, ""),
     TunedConfig({"signature": "abc", "target": "v5e"}, "t1", "x = 1\n", {"BLOCK_M": 256}, 1e-6, True, 1.5,
                 "run-1", CAND.id, "graph"),
+    Speed(8.93e-4, True, "TPU v5 lite (v5e)", "device_trace", 7.36e-4, True),
 ]
 
 

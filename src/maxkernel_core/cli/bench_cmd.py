@@ -13,6 +13,7 @@ from rich.table import Table
 
 from ..tuned import MODES as TUNED_MODES
 from ..report_html import clip
+from ..speed import ratio_words
 from .app import app_for
 from .commands import executor_options, override_executor
 from .group import cli
@@ -78,7 +79,7 @@ def bench_cmd(ctx, suite, pattern, strategy, provider, model, backend, target, b
             progress.update(bar, description=f"{ref.id} ...")
             return
         mark = {"correct": "[green]correct[/]", "failed": "[yellow]failed[/]", "error": "[red]error[/]"}[result.status]
-        speed = f" {result.speedup:.2f}x ({result.speedup_kind})" if result.speedup else ""
+        speed = f" {ratio_words(result.speedup, result.speedup_kind or 'estimated')}" if result.speedup else ""
         why = result.reason if verbose else clip(result.reason, 150)
         progress.console.print(f"  {ref.id}: {mark}{speed}" + ("" if result.correct else f" - {escape(why)}"))
         progress.advance(bar)
@@ -132,9 +133,9 @@ def _print_summary(console: Console, result, to_stdout: bool = True) -> None:
     """The task table (stderr) and the suite's figures (stdout, or stderr when stdout carries --json)."""
     from ..bench.report import summary_lines
 
-    table = Table("task", "status", "speedup", "reason", title=f"bench {result.bench_id}", show_lines=False)
+    table = Table("task", "status", "vs XLA", "reason", title=f"bench {result.bench_id}", show_lines=False)
     for r in result.results:
-        speed = f"{r.speedup:.2f}x {'est.' if r.speedup_kind == 'estimated' else 'meas.'}" if r.speedup else "-"
+        speed = ratio_words(r.speedup, r.speedup_kind or "estimated") or "-"
         table.add_row(escape(r.task_id), r.status, speed, "" if r.correct else escape(clip(r.reason, 90)))
     console.print(table)
     for line in [*summary_lines(result), f"Report: {result.out / 'report.html'} (and report.md, results.json, "

@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from ..activity import Activity
 from ..session import counted
+from ..speed import phrase, rank, versus
 
 
 def plural(n: int, word: str) -> str:
@@ -43,10 +44,8 @@ class RunProgress:
         if best is None:
             best_text = "no verified kernel yet"
         else:
-            p = best.evaluation.profile
-            kind = "est." if (p and p.estimated) else "measured"
-            speed = f", {p.speedup:.2f}x XLA ({kind})" if p and p.speedup else ""
-            best_text = f"best {best.candidate.id}{speed}"
+            ratio = versus(best.evaluation.profile)
+            best_text = f"best {best.candidate.id}" + (f", {ratio}" if ratio else "")
         run = self.settings.run
         budget = f"{self.n}/{run.budget} evaluations" if run.budget else plural(self.n, "evaluation")
         now = self.activity.describe()
@@ -65,12 +64,8 @@ class RunProgress:
         if ev.ok and self._faster(ev.profile):
             self.best = attempt
         if self.verbose and self.console is not None:
-            p = ev.profile
-            speed = f", {p.seconds * 1e6:,.1f} us ({'est.' if p.estimated else 'measured'})" if p and p.seconds else ""
+            speed = f", {phrase(ev.profile, chip=False)}" if ev.profile and ev.profile.seconds else ""
             self.console.print(f"  {attempt.candidate.id} {escape(self.line)}{speed}: {escape(ev.reason[:160])}")
 
     def _faster(self, p) -> bool:
-        if self.best is None:
-            return True
-        current = self.best.evaluation.profile
-        return bool(p and p.seconds and (not current or p.seconds < (current.seconds or 1e9)))
+        return self.best is None or rank(p) < rank(self.best.evaluation.profile)

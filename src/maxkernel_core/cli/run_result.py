@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from .output import EXIT_CANDIDATE_FAILED, EXIT_OK
-from ..explain import speed_sentence
+from ..speed import speed_sentence
 from .progress import plural
 
 

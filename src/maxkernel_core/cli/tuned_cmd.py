@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import ConfigError
+from ..speed import ratio_words
 from .app import app_for
 from .bench_cmd import bench_cmd
 from .group import cli
@@ -27,9 +28,10 @@ def _entries(n: int) -> str:
 def _rows(entries) -> Table:
     table = Table("task", "target", "shapes", "speed", "versions", "from run", title="tuned configs")
     for e in entries:
-        speed = f"{e.seconds * 1e6:,.1f} us {'est.' if e.estimated else 'meas.'}" if e.seconds else "-"
+        kind = "estimated" if e.estimated else "measured"
+        speed = f"{e.seconds * 1e6:,.1f} us {kind}" if e.seconds else "-"
         if e.speedup:
-            speed += f" ({e.speedup:.2f}x XLA)"
+            speed += f", {ratio_words(e.speedup, kind)}"
         table.add_row(e.task_id, e.key.get("target", "?"), e.key.get("shapes", "?"), speed,
                       e.key.get("versions", "?"), e.run_id)
     return table

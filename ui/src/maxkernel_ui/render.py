@@ -8,6 +8,7 @@ from typing import Any
 
 import jinja2
 from maxkernel_core.report_html import clip
+from maxkernel_core.speed import phrase, ratio_words
 
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("maxkernel_ui", "templates"),
                          autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
@@ -28,11 +29,17 @@ def _kind(row: dict[str, Any]) -> str:
 
 
 def _speedup(row: dict[str, Any]) -> str:
-    return f"{row['speedup_vs_xla']:.2f}x" if row.get("speedup_vs_xla") and _us(row) else ""
+    """The ratio as every report words it (its kinds; "slower" under 1x); a row stored before that wording
+    was kept is worded from its number and kind."""
+    if not _us(row):
+        return ""
+    if row.get("vs_xla"):
+        return row["vs_xla"]
+    return ratio_words(row.get("speedup_vs_xla"), "estimated" if row.get("estimated") else "measured")
 
 
 ENV.filters.update(
-    when=_when, us=_us, kind=_kind, speedup=_speedup, clip=clip,
+    when=_when, us=_us, kind=_kind, speedup=_speedup, clip=clip, speed_phrase=phrase,
     params=lambda p: " ".join(f"{k}={json.dumps(v)}" for k, v in sorted((p or {}).items())),
     cost=lambda usd: "not reported" if usd is None else f"${usd:.4f}",
 )
