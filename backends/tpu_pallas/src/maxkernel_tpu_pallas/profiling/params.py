@@ -70,6 +70,14 @@ def generation_constants(target: str) -> dict[str, Any]:
     return tomllib.loads((CHIPS_DIR / f"{target}.toml").read_text())
 
 
+def estimate_accuracy(target: str) -> str:
+    """How wrong the model's estimates for ``target`` have been against measurements, in a clause with its
+    source (``chips/<target>.toml``, ``[accuracy]``): every estimate quotes it."""
+    accuracy = generation_constants(target).get("accuracy") or {}
+    text = accuracy.get("against_measurements", "never held against a measurement on this chip")
+    return f"{text} (source: {accuracy['source']})." if accuracy.get("source") else f"{text}."
+
+
 def shipped_params(target: str) -> ModelParams:
     """The parameters shipped with maxkernel for ``target`` (fitted on public data, or assumptions)."""
     raw = generation_constants(target)
