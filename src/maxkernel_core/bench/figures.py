@@ -124,8 +124,13 @@ def _per_task(plt, results) -> tuple[str, str] | None:
 
 
 def figures(bench) -> list[tuple[str, str]]:
-    """(caption, inline SVG) for each figure; one set per speed kind, never pooled."""
-    import matplotlib
+    """(caption, inline SVG) for each figure; one set per speed kind, never pooled. Without matplotlib (a bare
+    TPU host, say) one caption says so and the tables stand alone."""
+    try:
+        import matplotlib
+    except ImportError:
+        return [("No figures: matplotlib is not installed here (pip install matplotlib); the tables hold every "
+                 "figure.", "")]
 
     matplotlib.use("Agg")
     matplotlib.rcParams["svg.fonttype"] = "none"  # text as text: smaller pages, selectable, searchable

@@ -24,37 +24,47 @@ from rich.table import Table
 
 from .targets import TARGETS
 
-#: Device kinds as jax names them -> our target names.
-DEVICE_KINDS = {"TPU v4": "v4", "TPU v5 lite": "v5e", "TPU v5e": "v5e", "TPU v5": "v5p", "TPU v5p": "v5p",
-                "TPU v6 lite": "v6e", "TPU v6e": "v6e", "TPU7x": "7x", "TPU 7x": "7x"}
-
 
 class CalibrationInputError(MaxKernelError):
     """A timings file or option that cannot be calibrated from (one line: what is wrong, how to fix it)."""
 
 
-def _tpu_device_files() -> bool:
-    """Whether the machine exposes a TPU (its /dev/accel* or /dev/vfio nodes): asked before jax starts, since
-    starting jax's TPU runtime on a machine without one only prints libtpu's warnings."""
-    return any(Path("/dev").glob("accel*")) or any(p.name != "vfio" for p in Path("/dev/vfio").glob("*"))
-
-
 def attached_target() -> tuple[str, str]:
-    """(target, device kind) of the attached TPU; raises with one line when there is none."""
-    if not _tpu_device_files():
-        raise CalibrationInputError("no TPU attached: maxkernel calibrate times the chip it runs on; to fit timings "
-                                    "measured on a TPU elsewhere, pass --from-timings FILE (see --list)")
-    import jax
+    """(target, device kind) of the attached TPU, as its runtime reports it (a child process asks: this one never
+    opens the chip); raises with one line when there is none."""
+    from .tpu_platform import TPU
 
-    if jax.default_backend() != "tpu":
-        raise CalibrationInputError("no TPU attached: maxkernel calibrate times the chip it runs on; to fit timings "
-                                    "measured on a TPU elsewhere, pass --from-timings FILE (see --list)")
-    kind = jax.devices()[0].device_kind
-    target = DEVICE_KINDS.get(kind)
+    chip = TPU.found()
+    if not chip.attached:
+        raise CalibrationInputError(f"no TPU attached ({chip.how}): maxkernel calibrate times the chip it runs on; "
+                                    "to fit timings measured on a TPU elsewhere, pass --from-timings FILE (see --list)")
+    target = TPU.attached_target()
     if target is None:
-        raise CalibrationInputError(f"the attached device {kind!r} is not a TPU generation maxkernel models "
+        raise CalibrationInputError(f"the attached device {chip.kind!r} is not a TPU generation maxkernel models "
                                     f"({', '.join(TARGETS)})")
-    return target, kind
+    return target, chip.kind
+
+
+def time_on_chip(trace_root: Path, log=print) -> dict[str, float]:
+    """The micro-suite timed on the attached TPU, in a child process that holds the chip (``device_run``):
+    this process has loaded the plugins, which keep it on the CPU."""
+    import os
+    import subprocess
+    import sys
+
+    out = trace_root / "timings.json"
+    env = {k: v for k, v in os.environ.items() if k != "ALLOW_MULTIPLE_LIBTPU_LOAD"}
+    env["JAX_PLATFORMS"] = "tpu"
+    command = [sys.executable, "-m", "maxkernel_tpu_pallas.profiling.calibration.device_run", str(out), str(trace_root)]
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as child:
+        for line in child.stdout:
+            if line.startswith("  "):  # the suite's progress lines; libtpu's start-up chatter stays out
+                log(line.rstrip())
+        child.wait()
+    if child.returncode != 0 or not out.is_file():
+        raise CalibrationInputError(f"timing the micro-suite on the TPU failed (exit {child.returncode}); rerun "
+                                    "with MAXKERNEL_LOG=debug, or time it elsewhere and pass --from-timings")
+    return {k: float(v) for k, v in json.loads(out.read_text()).items()}
 
 
 def read_timings(path: Path, target: str | None) -> tuple[str, str, dict[str, float]]:
@@ -143,9 +153,7 @@ def calibrate_command(target: str | None, timings_file: Path | None, save_timing
         measured_on = f"{kind}, {datetime.date.today().isoformat()}"
         from tempfile import mkdtemp
 
-        from .profiling.calibration.microbench import time_suite
-
-        seconds = time_suite(Path(mkdtemp(prefix="maxkernel-calibrate-")), log=console.print)
+        seconds = time_on_chip(Path(mkdtemp(prefix="maxkernel-calibrate-")), log=console.print)
     if save_timings:
         save_timings.write_text(json.dumps({"target": target, "measured_on": measured_on, "seconds": seconds}, indent=1))
     console.print(f"fitting {len(seconds)} benchmark timings of {target} ({measured_on})")

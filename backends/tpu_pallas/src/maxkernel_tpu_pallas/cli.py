@@ -9,6 +9,7 @@ import click
 from maxkernel_core import Candidate, Provenance
 from maxkernel_core.cli.app import app_for
 from maxkernel_core.serialize import to_json
+from maxkernel_core.speed import achieved_words, phrase
 from rich.console import Console
 from rich.table import Table
 
@@ -44,10 +45,11 @@ def _print_evaluation(evaluation, task, kernel: Path) -> None:
     timing = evaluation.details.get("timing")
     if isinstance(timing, str):
         console.print(f"  speed: {timing}")
-    elif evaluation.profile:
-        p = evaluation.profile
-        speed = f", {p.speedup:.2f}x the XLA reference" if p.speedup else ""
-        console.print(f"  device time (measured): {p.seconds * 1e6:.1f} us{speed}")
+    if evaluation.profile and evaluation.profile.seconds:
+        console.print(f"  speed: {phrase(evaluation.profile)}")
+        achieved = (evaluation.profile.details or {}).get("achieved") if not evaluation.profile.estimated else None
+        if achieved:
+            console.print(f"    achieved: {achieved_words(achieved)}")
 
 
 def read_kernel(path: Path) -> str:

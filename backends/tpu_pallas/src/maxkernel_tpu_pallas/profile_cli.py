@@ -16,6 +16,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from maxkernel_core.speed import achieved_words, versus
+
 from .cli import judge_file
 from .targets import TARGETS, check_target
 
@@ -28,8 +30,9 @@ def _t(seconds: float | None) -> str:
     return f"{seconds * 1e6:,.1f} us" if seconds < 1e-2 else f"{seconds * 1e3:,.3f} ms"
 
 
-def print_reference(console: Console, xla: dict | str | None, measured_s: float | None = None) -> None:
-    """The XLA reference's estimate, op by op (and its measured time on a TPU)."""
+def print_reference(console: Console, xla: dict | str | None, measured_s: float | None = None,
+                    not_measured: str = "not measured: no TPU attached") -> None:
+    """The XLA reference's estimate, op by op (and its measured time on a TPU, or why there is none)."""
     if not isinstance(xla, dict):
         console.print(f"XLA reference: {xla or 'no estimate'}")
         return
@@ -48,8 +51,7 @@ def print_reference(console: Console, xla: dict | str | None, measured_s: float 
     if xla.get("libtpu_optimal_seconds"):
         console.print(f"  for comparison, libtpu's own optimal_seconds (a bare roofline, not used): "
                       f"{_t(xla['libtpu_optimal_seconds'])}")
-    console.print(f"  measured: {_t(measured_s)} (device trace)" if measured_s else
-                  "  measured: not measured: no TPU attached")
+    console.print(f"  measured: {_t(measured_s)} (device trace, median)" if measured_s else f"  measured: {not_measured}")
 
 
 def compiled(evaluation) -> bool:
@@ -116,11 +118,18 @@ def print_profile(evaluation, task, kernel: Path) -> None:
     summary.add_row("model parameters", model.get("params_source", ""))
     if evaluation.profile is not None and not evaluation.profile.estimated:
         p = evaluation.profile
-        summary.add_row("[bold]measured device time[/]", f"{_t(p.seconds)} (median of {p.details.get('runs')})")
-        summary.add_row("[bold]measured XLA reference[/]", _t(p.reference_seconds))
-        summary.add_row("[bold]measured speedup[/]", f"{p.speedup:.2f}x" if p.speedup else "-")
+        timing = p.details
+        summary.add_row("[bold]measured device time[/]", f"{_t(p.seconds)} on {p.chip} (median of {timing.get('runs')}; "
+                        f"wall clock {_t(timing.get('wall_median_s'))})")
+        summary.add_row("[bold]  achieved[/]", achieved_words(timing.get("achieved") or {}))
+        reference = timing.get("reference") or {}
+        summary.add_row("[bold]measured XLA reference[/]", f"{_t(p.reference_seconds)} (wall clock "
+                        f"{_t(reference.get('wall_median_s'))})")
+        summary.add_row("[bold]  achieved[/]", achieved_words(reference.get("achieved") or {}))
+        summary.add_row("[bold]measured against XLA[/]", versus(p) or "-")
     else:
-        summary.add_row("measured device time", "not measured: no TPU attached")
+        timing = evaluation.details.get("timing")
+        summary.add_row("measured device time", timing if isinstance(timing, str) else "not measured")
     console.print(summary)
     console.print("[bold]Diagnosis[/] (estimate):")
     for line in model.get("diagnosis", []):
@@ -142,12 +151,14 @@ def reference_profile(ctx: click.Context, task_ref: str, target: str | None) -> 
         ref = backend.evaluator.reference(task, check_target(app.settings.run.target))
     finally:
         backend.close()
+    measured = {"measured_s": ref.chip.timing["median_s"] if ref.chip else None,
+                "measured_on": ref.chip.device_kind if ref.chip else None, "not_measured": ref.chip_note,
+                "trace": ref.chip.trace if ref.chip else None}
     if ref.xla_estimate is None:
         why = ((ref.xla or {}).get("error") or {}).get("message") or "the compiled program was not described"
         return task, {"target": app.settings.run.target, "estimate": f"no XLA estimate of the reference: {why[:300]}",
-                      "measured_s": (ref.timing or {}).get("median_s")}
-    return task, {"target": app.settings.run.target, "estimate": reference_details(ref),
-                  "measured_s": (ref.timing or {}).get("median_s")}
+                      **measured}
+    return task, {"target": app.settings.run.target, "estimate": reference_details(ref), **measured}
 
 
 @click.command("profile")
@@ -167,7 +178,7 @@ def profile_command(ctx: click.Context, task_ref: str, kernel: Path | None, targ
         else:
             console = console_for()
             console.print(f"[bold]{task.id}[/]: the XLA reference on {ref['target']}")
-            print_reference(console, ref["estimate"], ref["measured_s"])
+            print_reference(console, ref["estimate"], ref["measured_s"], ref["not_measured"])
         return 0
     task, evaluation = judge_file(ctx, task_ref, kernel, target)
     if as_json:

@@ -5,7 +5,8 @@ deviceless TPU compile for the target. For each check size: the work of its
 TPU program, and the CPU interpret-mode program held against it (same
 kernels with the same operand and result types, the same glue matmul work,
 the same matmul work inside the kernels), then run on every input set of
-that size. On a TPU host the full-size TPU program itself runs and is timed.
+that size. On a host with the chip, the device worker then runs and times the full-size program
+(``device_job.py``); this process stays on the CPU.
 A program the proof of kernel refuses (the parent makes the same call with the
 same counts) stops here: no compile or run is spent on it.
 Every fact here comes from the exported bytes: no candidate Python exists in
@@ -22,7 +23,6 @@ import numpy as np
 from jax import export
 
 from . import proof
-from .errors import trim_error
 from .hlo_work import program_work
 from .platform import Platform, load_platform
 
@@ -87,8 +87,6 @@ def run_check(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: 
             return
         runners[size] = jax.jit(cpu_program.call)
     _correctness(job["sets"], inputs, runners, emit, stage)
-    if job.get("timing"):
-        _timing(full, job, platform, emit, stage)
 
 
 def _correctness(sets, inputs, runners, emit: Emit, stage: Callable[[str], None]) -> None:
@@ -104,23 +102,3 @@ def _correctness(sets, inputs, runners, emit: Emit, stage: Callable[[str], None]
                                                                "line": None}})
             return
         emit({"type": "outputs", "index": index}, outputs)
-
-
-def _timing(full: export.Exported, job: dict[str, Any], platform: Platform, emit: Emit,
-            stage: Callable[[str], None]) -> None:
-    """Device time of the very program that was proven and compiled (hosts with the chip only; untested here)."""
-    from pathlib import Path
-
-    from . import inputs as task_inputs
-    from .task_module import load_task_module
-    stage("timing")
-    try:
-        reference = load_task_module(job["task"], "maxkernel_reference_task")
-        (dyn, _static), *_ = task_inputs.call_inputs(reference, job["task"], size="full", seed=None)
-        timing, out = platform.time_on_device(full.call, dyn, trace_root=Path(job["scratch"]) / "trace")
-    except Exception as exc:
-        emit({"type": "timing", "ok": False, "error": trim_error(exc, "candidate.py")})
-        return
-    outputs = [np.asarray(x) for x in jax.tree_util.tree_leaves(out)]
-    trace = np.frombuffer(Path(timing["trace_file"]).read_bytes(), dtype=np.uint8)
-    emit({"type": "timing", "ok": True, "n_outputs": len(outputs), **timing}, [*outputs, trace])

@@ -12,7 +12,12 @@ checker sandbox that never imported the candidate (``check_job``):
 3. compile of that program for the target            -> compile_error, with the compiler's message
 4. the CPU interpret program held against the device
    program, then run on several input sets           -> rejected / incorrect
-5. device timing of that program (with the chip only) -> never claimed on CPU
+5. on a host with the chip, in the one device worker:
+   the full-size device program against XLA's program
+   of the reference on the same inputs (a high-precision
+   reference decides who is wrong where they differ),
+   then both timed the same way from profiler traces  -> incorrect / measured
+   (no chip: the cost model's labelled estimate; never a measurement)
 
 What is chip-specific (lowering, compile, kernels, figures, cost model) is the
 backend's ``Platform`` (``platform.py``); the TPU's is the default.
@@ -23,6 +28,7 @@ timeout; a dead worker -> crashed. The first failing check decides.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from pathlib import Path
 from typing import Any
@@ -33,11 +39,27 @@ from maxkernel_core import Candidate, Evaluation, Fit, Task, TaskError
 
 from ..sandbox.pool import JobOutcome, Limits, WorkerPool
 from .platform import Platform, load_platform
+from .traces import keep_trace
 from .verdict import Verdict, crash_reason
 
 #: A task without its own small size is checked on CPU at full size while one input set (every input of one
 #: call) is at most this; above it, at a derived small size (judge/small_size.py), or not at all: unverified.
 FULL_SIZE_CPU_INPUT_BYTES = 16 << 20
+
+
+@frozen
+class ChipReference:
+    """The reference held on the chip by the device worker: XLA's measured time there, and what to send again
+    should the worker restart (the full-size inputs and the two exported reference programs)."""
+
+    key: str
+    device_kind: str
+    timing: dict[str, Any]
+    #: XLA's default-precision outputs against the highest-precision reference's, on the chip
+    xla_vs_exact: dict[str, Any]
+    trace: str | None = None
+    payload: list[np.ndarray] = field(factory=list, eq=False, repr=False)
+    n_inputs: int = 0
 
 
 @frozen
@@ -53,8 +75,10 @@ class ReferenceData:
     outputs: list[list[np.ndarray]]
     platform: str
     note: str = ""
-    timing: dict[str, Any] | None = None
-    timing_outputs: list[np.ndarray] | None = None
+    #: the reference on the chip (hosts with the chip, when the target is the attached chip); None elsewhere
+    chip: ChipReference | None = None
+    #: why nothing is measured (no chip, another chip than the target, XLA's reference failed on the chip)
+    chip_note: str = ""
     xla: dict[str, Any] | None = None  # XLA's compile of the reference for the target: cost, memory
     program_work: list[dict[str, Any]] = []  # per size (0 = full), counted as the checker counts a candidate
     check_sizes: list[dict[str, Any]] = []  # the distinct shapes of the sets: what the tracer traces
@@ -117,6 +141,20 @@ class Evaluator:
     def close(self) -> None:
         self.pool.close()
 
+    def measures(self, target: str) -> tuple[bool, str]:
+        """(whether ``target``'s programs are run and timed on this host's chip, why not when they are not)."""
+        label = self.platform.label
+        if self.limits.device == "cpu":
+            return False, "not measured: [eval] device is cpu (the cost model gives estimates)"
+        if not self.pool.on_device:
+            return False, f"not measured: no {label} attached (the cost model gives estimates)"
+        attached = self.platform.attached_target()
+        if attached != target:
+            chip = self.platform.found().kind or label
+            return False, (f"not measured: the attached {label} is {chip} ({attached or 'a chip not modelled'}), "
+                           f"not the target {target}: pass --target {attached} to measure on it")
+        return True, ""
+
     # --- the reference ------------------------------------------------------------
 
     def reference(self, task: Task, target: str = "v5e") -> ReferenceData:
@@ -126,8 +164,9 @@ class Evaluator:
             if key in self._references:
                 return self._references[key]
         size = "small" if "small" in task.sizes else "full"
-        job = {"kind": "reference", "platform": self.platform.spec, "task": task.metadata, "fresh": self.fresh_inputs, "size": size, "target": target,
-               "max_full_input_bytes": FULL_SIZE_CPU_INPUT_BYTES, "timing": True,
+        measure, chip_note = self.measures(target)
+        job = {"kind": "reference", "platform": self.platform.spec, "task": task.metadata, "fresh": self.fresh_inputs,
+               "size": size, "target": target, "max_full_input_bytes": FULL_SIZE_CPU_INPUT_BYTES, "device": measure,
                "compile_timeout_s": self.reference_compile_timeout_s, "atol": task.atol, "rtol": task.rtol}
         self.pool.warm_up()  # candidate workers warm while the reference runs
         outcome = self.pool.run_trusted(job, timeout=self.reference_timeout_s)
@@ -148,15 +187,52 @@ class Evaluator:
                          "size": set_header["size"]})
             inputs.append(arrays[:n])
             outputs.append(arrays[n:])
-        timing = outcome.last("reference_timing")
+        chip = None
+        payload = outcome.last("device_payload")
+        if measure and payload is not None:
+            chip, chip_note = self._hold_on_chip(task, key, payload, target)
         data = ReferenceData(header["full_shapes"], header["static_full"], header["work"], header.get("flops"),
                              sets, inputs, outputs, header.get("platform", "cpu"), header.get("note", ""),
-                             timing[0] if timing else None, timing[1] if timing else None, header.get("xla"),
-                             header["program_work"], header["check_sizes"], target, header.get("signature", ""),
-                             self.platform)
+                             chip, chip_note, header.get("xla"), header["program_work"], header["check_sizes"],
+                             target, header.get("signature", ""), self.platform)
         with self._lock:
             self._references[key] = data
         return data
+
+    def _hold_on_chip(self, task: Task, key: tuple, payload, target: str) -> tuple[ChipReference | None, str]:
+        """Put the reference on the chip and time XLA's program there; (None, why) when it cannot run there
+        (over the chip's memory, say): the task is then judged as on a host without the chip."""
+        header, arrays = payload
+        chip_key = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+        outcome = self._run_reference_on_chip(task, chip_key, arrays, int(header["n_inputs"]))
+        done = outcome.last("device_reference")
+        if outcome.status != "done" or done is None:
+            error = outcome.last("error")
+            why = error[0]["message"] if error else crash_reason(outcome, self.limits)
+            return None, f"not measured: XLA's reference did not run on the {self.platform.label}: {why[:300]}"
+        head, trace = done
+        kept = keep_trace(f"reference-{task.id}-{chip_key}", trace)
+        return ChipReference(chip_key, head["device_kind"], head["timing"], head["xla_vs_exact"], kept,
+                             list(arrays), int(header["n_inputs"])), ""
+
+    def _run_reference_on_chip(self, task: Task, chip_key: str, arrays, n_inputs: int) -> JobOutcome:
+        job = {"kind": "device_reference", "platform": self.platform.spec, "key": chip_key, "n_inputs": n_inputs,
+               "atol": task.atol, "rtol": task.rtol}
+        return self.pool.run_device(job, list(arrays), timeout=self.reference_timeout_s)
+
+    def check_on_chip(self, task: Task, ref: ReferenceData, program: np.ndarray) -> JobOutcome:
+        """Run a checked candidate's full-size device program on the chip: correctness against XLA's outputs
+        there, then its device time. A device worker that restarted holds nothing: the reference is sent again."""
+        chip = ref.chip
+        job = {"kind": "device_check", "platform": self.platform.spec, "key": chip.key, "atol": task.atol,
+               "rtol": task.rtol}
+        outcome = self.pool.run_device(job, [program])
+        if outcome.last("need_reference") is not None:
+            held = self._run_reference_on_chip(task, chip.key, chip.payload, chip.n_inputs)
+            if held.status != "done" or held.last("device_reference") is None:
+                return held
+            outcome = self.pool.run_device(job, [program])
+        return outcome
 
     # --- a candidate --------------------------------------------------------------
 
@@ -201,13 +277,11 @@ class Evaluator:
                 where["cpu"] = len(blobs)
                 blobs.append(payload[1])
             layout.append(where)
-        on_device = ref.platform == self.platform.name
         job = {"kind": "check", "platform": self.platform.spec, "target": target, "n_blobs": len(blobs), "programs": layout,
                "sets": [{"n_inputs": s["n_inputs"], "size": s["size"]} for s in ref.sets],
-               "timing": on_device, "task": task.metadata, "reference_work": ref.program_work}
+               "reference_work": ref.program_work}
         arrays = [a for set_inputs in ref.inputs for a in set_inputs]
-        ro = [str(Path(task.metadata["module"]).parent)] if on_device else []
-        return self.pool.run_checker(job, blobs + arrays, ro_paths=ro)
+        return self.pool.run_checker(job, blobs + arrays)
 
 
 def evaluator_from_settings(settings, platform: Platform, check_target) -> Evaluator:

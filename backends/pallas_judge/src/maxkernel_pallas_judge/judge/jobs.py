@@ -12,7 +12,6 @@ The candidate's jobs are ``trace_job.py`` (its sandbox) and ``check_job.py``
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 from typing import Any
 from collections.abc import Callable
 
@@ -30,10 +29,6 @@ Emit = Callable[..., None]
 
 def _flat(outputs: Any) -> list[np.ndarray]:
     return [np.asarray(x) for x in jax.tree_util.tree_leaves(outputs)]
-
-
-def _on_device(platform: Platform) -> bool:
-    return jax.default_backend() == platform.name
 
 
 def _trace(fn, shapes, static):
@@ -75,15 +70,15 @@ def check_sizes(sets: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[
     return sizes, which
 
 
-def _check_inputs(module, meta, job, shapes, on_device: bool) -> tuple[list[dict[str, Any]], Any, str]:
-    """(input sets, the module they are checked with, a note on their size). A task without its own small
-    size is checked at full size while one set is at most the CPU limit; above it, at a derived small size;
-    with none, not at all (the verdict is then ``unverified``)."""
+def _check_inputs(module, meta, job, shapes) -> tuple[list[dict[str, Any]], Any, str]:
+    """(input sets, the module they are checked with, a note on their size) for the CPU checks. A task without
+    its own small size is checked at full size while one set is at most the CPU limit; above it, at a derived
+    small size; with none, not at all on the CPU (unverified, where no chip checks the full size)."""
     from .small_size import derive, set_bytes
 
     full_bytes = set_bytes(shapes)
-    if job["size"] != "full" or on_device or full_bytes <= job["max_full_input_bytes"]:
-        at = "" if on_device else "at the task's small size" if job["size"] == "small" else "at full size"
+    if job["size"] != "full" or full_bytes <= job["max_full_input_bytes"]:
+        at = "at the task's small size" if job["size"] == "small" else "at full size"
         return task_inputs.input_sets(module, meta, fresh=int(job["fresh"]), size=job["size"]), module, at
     small, how = derive(meta, full_bytes)
     too_big = (f"the task has no small size and one full-size input set ({full_bytes / 2**20:.0f} MiB) is over "
@@ -121,7 +116,7 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
     work = work_stats(traced_full)
     flops = float(module.get_flops()) if meta.get("has_flops") else None
     stage("input sets")
-    sets, check_module, note = _check_inputs(module, meta, job, shapes, _on_device(platform))
+    sets, check_module, note = _check_inputs(module, meta, job, shapes)
     check_fn = getattr(check_module, meta["entry"])
     expected = []
     for i, s in enumerate(sets):
@@ -167,8 +162,19 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
         dyn = [np.asarray(a) for a in s["dynamic"]]
         emit({"type": "reference_set", "index": i, "how": s["how"], "static": task_inputs.encode_static(s["static"]),
               "n_inputs": len(dyn), "size": set_sizes[i]}, dyn + outputs)
-    if _on_device(platform) and job.get("timing"):
-        stage("time reference")
-        (dyn, static), *_ = task_inputs.call_inputs(module, meta, size="full", seed=None)  # the real full size
-        timing, out = platform.time_on_device(lambda *d: fn(*d, *static), dyn, trace_root=Path(job["scratch"]) / "ref-trace")
-        emit({"type": "reference_timing", **timing}, _flat(out))
+    if job.get("device"):
+        _device_payload(fn, module, meta, shapes, static_full, job["target"], platform, emit, stage)
+
+
+def _device_payload(fn, module, meta, shapes, static_full, target: str, platform: Platform, emit: Emit,
+                    stage: Callable[[str], None]) -> None:
+    """What the device worker needs to hold the reference on the chip, made here on the CPU: the full-size
+    inputs, XLA's program of the reference as a user's ``jax.jit`` runs it, and the same program at the highest
+    matmul precision (the arbiter when a kernel and XLA disagree)."""
+    stage("the reference's programs for the chip")
+    (dyn, _static), *_ = task_inputs.call_inputs(module, meta, size="full", seed=None)
+    xla = platform.export(_trace(fn, shapes, static_full), target)
+    with jax.default_matmul_precision("highest"):
+        exact = platform.export(_trace(fn, shapes, static_full), target)
+    blobs = [np.frombuffer(b, dtype=np.uint8) for b in (xla, exact)]
+    emit({"type": "device_payload", "n_inputs": len(dyn)}, [*(np.asarray(a) for a in dyn), *blobs])

@@ -14,8 +14,7 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-import numpy as np
-from maxkernel_core import Candidate, CheckResult, CompileError, EvalStatus, Evaluation, Profile, Task, TestReport
+from maxkernel_core import Candidate, CheckResult, CompileError, EvalStatus, Evaluation, Task, TestReport
 
 from ..profiling.records import matmul_flops_per_step, precision_note
 from ..sandbox.pool import JobOutcome, Limits
@@ -53,7 +52,7 @@ class Verdict:
         self.limits = evaluator.limits
         self.platform = evaluator.platform
         self.checks: list[CheckResult] = []
-        self.details: dict[str, Any] = {"platform": ref.platform}
+        self.details: dict[str, Any] = {"platform": ref.platform, "chip": ref.chip.device_kind if ref.chip else None}
         if ref.xla and not ref.xla.get("ok"):  # e.g. over the target's HBM, or past the compile limit
             self.details["xla_reference"] = f"no XLA estimate of the reference: {ref.xla['error']['message'][:300]}"
         elif ref.xla_estimate is not None:
@@ -196,7 +195,7 @@ class Verdict:
             if failed is not None:
                 return failed
         bad = self._ended_badly(checked, "checker")
-        return bad or self._correctness(checked)
+        return bad or self._correctness(traced, checked)
 
     def _compile(self, comp: dict[str, Any]) -> Evaluation | None:
         compile_details = {k: comp.get(k) for k in ("seconds", "memory", "cost", "device_kind", "error")}
@@ -252,7 +251,7 @@ class Verdict:
                                           f"program (grid, matmul FLOPs per step: {claimed} vs {counted}): no estimate"}
             self.estimate = None
 
-    def _correctness(self, checked: JobOutcome) -> Evaluation:
+    def _correctness(self, traced: JobOutcome, checked: JobOutcome) -> Evaluation:
         ref, task, cand = self.ref, self.task, self.cand
         if not ref.sets:  # nothing was found wrong, and nothing was checked: never ok, never incorrect
             self.checks.append(CheckResult("correctness", False, ref.note or "not run"))
@@ -278,52 +277,27 @@ class Verdict:
             worst_abs, worst_rel = max(worst_abs, d["max_abs_error"]), max(worst_rel, d["max_rel_error"])
         if len(results) != len(ref.sets):
             return self.done(EvalStatus.CRASHED, f"only {len(results)} of {len(ref.sets)} input sets reported")
-        mode = f"on the {self.platform.label}" if ref.platform == self.platform.name else "in Pallas interpret mode on CPU"
         at = f", {ref.note}" if ref.note else ""  # e.g. "at a derived small size (batch_size 1024->256, ...)"
-        msg = f"{len(results)} input sets match the reference {mode}{at} (max abs error {worst_abs:.3g})"
+        msg = f"{len(results)} input sets match the reference in Pallas interpret mode on CPU{at} (max abs error {worst_abs:.3g})"
         self.checks.append(CheckResult("correctness", True, msg, {"sets": per_set}))
         report = TestReport(cand.id, True, len(results), worst_abs, worst_rel, msg, {"sets": per_set})
-        profile, failure = self._timing(checked)
-        if failure:
-            return self.done(EvalStatus.INCORRECT, failure, test=report)
-        if profile is None and self.estimate is not None:  # no device: the labelled estimate stands in
-            profile = self.platform.profile(cand.id, self.estimate, ref.xla_seconds, _precision_note(ref))
-        return self.done(EvalStatus.OK, msg, test=report, profile=profile)
+        return self._on_chip(traced, msg, report)
 
-    def _timing(self, checked: JobOutcome) -> tuple[Profile | None, str | None]:
-        """Device time of the checked program on the chip; on CPU none (no speed is claimed without the hardware)."""
-        ref, details = self.ref, self.details
-        if ref.platform != self.platform.name:
-            details["timing"] = f"not measured: no {self.platform.label} attached (the cost model gives estimates)"
-            return None, None
-        timed = checked.last("timing")
-        if timed is None or not timed[0].get("ok"):
-            msg = timed[0]["error"]["message"] if timed else "no timing reported"
-            self.checks.append(CheckResult("timing", False, msg))
-            return None, None  # verified correct, but unmeasured: no speed claimed
-        header, payload = timed
-        outputs = payload[:header.get("n_outputs", len(payload))]
-        kept = keep_trace(self.cand.id, payload[len(outputs):])
-        if ref.timing_outputs is not None:
-            ok, why, _ = compare(ref.timing_outputs, outputs, self.task.atol, self.task.rtol)
-            if not ok:
-                self.checks.append(CheckResult("timing", False, why))
-                return None, f"the outputs of the timed full-size calls are wrong: {why}"
-        details["timing"] = {k: header.get(k) for k in ("median_s", "times_s", "runs", "warmup", "top_ops", "wait_share")}
-        details["timing"]["xplane"] = kept
-        self.checks.append(CheckResult("timing", True, f"median {header['median_s'] * 1e6:.1f} us over {header['runs']} runs"))
-        measured = {**details["timing"], "cost_model": details.get("cost_model")}
-        est, fraction = self.estimate, None
-        if est is not None and est.seconds and est.roofline_fraction:
-            # The roofline's floor (every byte once, every FLOP at peak) over the measured time.
-            fraction = est.seconds * est.roofline_fraction / header["median_s"]
-        diagnosis = tuple(self.platform.diagnose(est)) if est is not None else ()
-        ref_s = (ref.timing or {}).get("median_s")
-        return Profile(self.cand.id, "device_trace", False, header["median_s"], ref_s, diagnosis=diagnosis,
-                       details=measured, roofline_fraction=fraction,
-                       arithmetic_intensity=est.arithmetic_intensity if est is not None else None,
-                       fits_memory=est.fits_vmem if est is not None else None,
-                       reference_note=_precision_note(ref)), None
+    def _on_chip(self, traced: JobOutcome, msg: str, report: TestReport) -> Evaluation:
+        """On a host with the chip: the full-size program run there against XLA's, and timed (``chip_verdict``);
+        elsewhere the cost model's estimate, labelled one (no speed is ever claimed measured without the chip)."""
+        ref = self.ref
+        if ref.chip is None:
+            self.details["timing"] = ref.chip_note or f"not measured: no {self.platform.label} attached"
+            profile = None if self.estimate is None else self.platform.profile(
+                self.cand.id, self.estimate, ref.xla_seconds, _precision_note(ref))
+            return self.done(EvalStatus.OK, msg, test=report, profile=profile)
+        from .chip_verdict import judge_on_chip
+
+        program = next(payload[0] for header, payload in traced.all("program") if header["size"] == 0)
+        checked = self.evaluator.check_on_chip(self.task, ref, program)
+        self.outcome = checked
+        return judge_on_chip(self, checked, msg, report)
 
 
 def _hint(err: dict[str, Any]) -> str:
@@ -356,16 +330,3 @@ def _counted_kernel(kernel: dict[str, Any]) -> tuple[tuple, float]:
     """(grid, matmul FLOPs per grid step) of one kernel as the checker counted it in the compiled program."""
     steps = max(int(kernel.get("steps") or 1), 1) * max(int(kernel.get("repeat") or 1), 1)
     return _grid_key(kernel.get("grid", ())), float(kernel["matmul_flops"]) / steps
-
-
-def keep_trace(candidate_id: str, payload: list[np.ndarray]) -> str | None:
-    """Store the last timed call's .xplane.pb beside the run store, for XProf/TensorBoard."""
-    if not payload:
-        return None
-    from maxkernel_core.store import default_home
-
-    folder = default_home() / "traces" / candidate_id / "plugins" / "profile" / "maxkernel"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "device.xplane.pb"
-    path.write_bytes(payload[0].tobytes())
-    return str(path)

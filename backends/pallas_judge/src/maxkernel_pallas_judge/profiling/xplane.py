@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # the plane class lives in a private jaxlib module; only name
 
 __all__ = [
     "DeviceTime", "TraceError", "TraceEvent", "device_planes", "device_time", "events",
-    "find_xplane_files", "host_planes", "load_xspace", "top_ops", "union_duration_ps",
+    "find_xplane_files", "host_planes", "load_xspace", "matching_events", "per_call_ps", "top_ops", "union_duration_ps",
 ]
 
 NameFilter = Callable[[str], bool]
@@ -144,6 +144,42 @@ def union_duration_ps(trace_events: Iterable[TraceEvent]) -> int:
     if covered_until is not None:
         total += covered_until - run_start
     return total
+
+
+def _intervals(trace_events: Iterable[TraceEvent]) -> list[tuple[int, int]]:
+    """The union of the events as disjoint ``[start, end)`` intervals, in time order."""
+    merged: list[list[int]] = []
+    for event in sorted(trace_events, key=lambda e: e.start_ps):
+        if merged and event.start_ps <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], event.end_ps)
+        else:
+            merged.append([event.start_ps, event.end_ps])
+    return [(a, b) for a, b in merged]
+
+
+def per_call_ps(trace_events: Iterable[TraceEvent], calls: int) -> list[int]:
+    """Busy time of each of ``calls`` back-to-back calls captured in one trace.
+
+    The timer waits for each call and sleeps between calls, so the device is idle longest between
+    them: the ``calls - 1`` longest idle gaps split the busy intervals into the calls, and each call's time is
+    the union of its events. Raises when the trace holds fewer separate busy intervals than calls.
+    """
+    intervals = [iv for iv in _intervals(trace_events) if iv[1] > iv[0]]
+    if len(intervals) < calls:
+        raise TraceError(f"the trace shows {len(intervals)} separate stretches of device work for {calls} calls")
+    gaps = sorted(range(1, len(intervals)), key=lambda i: intervals[i][0] - intervals[i - 1][1], reverse=True)
+    cuts = sorted(gaps[:calls - 1])
+    bounds = [0, *cuts, len(intervals)]
+    return [sum(b - a for a, b in intervals[lo:hi]) for lo, hi in zip(bounds, bounds[1:], strict=False)]
+
+
+def matching_events(trace_dir: Path | str, *, plane_prefix: str = "/device:",
+                    line_filter: NameFilter | None = None) -> list[TraceEvent]:
+    """The events of the newest trace under ``trace_dir`` on planes named ``plane_prefix...`` (and lines that
+    pass ``line_filter``)."""
+    xspace = load_xspace(find_xplane_files(trace_dir)[0])
+    planes = [p for p in xspace.planes if p.name.startswith(plane_prefix)]
+    return [e for plane in planes for e in events(plane) if line_filter is None or line_filter(e.line)]
 
 
 def device_time(trace_dir: Path | str, *, name_filter: NameFilter | None = None,

@@ -10,11 +10,19 @@ has started XLA's threads is unsafe, and reusing a process for N candidates
 lets state leak; fresh pre-warmed processes give the isolation of "cold" at
 close to the cost of "warm".
 
-Trusted jobs (the task's reference) may reuse one long-lived worker.
+Trusted jobs (the task's reference) run in a worker of their own, on the CPU.
 
 Checker workers (the one-program judge's second sandbox, ``judge/check_job.py``)
 never import candidate code: they read the program a tracer exported. They are
 kept and reused, one job at a time each, so a check pays no start-up.
+
+The device worker (``judge/device_job.py``), on a host with the chip only, is the
+one process that opens it: one process at a time can hold a TPU, and opening it
+costs about 15 s, so it is kept across jobs and every job that needs the chip
+waits for it in turn. It runs exported programs only, never task or candidate
+Python: the reference's programs (exported by the trusted reference job) and a
+candidate's program once the checker has proven, compiled and checked it. Every
+other worker, and the orchestrator, stays on the CPU.
 
 Limits: every worker that touches candidate code or its program runs inside
 bubblewrap (``bwrap.py``: PID, mount, network, IPC and UTS namespaces, its own
@@ -134,7 +142,7 @@ def uses_device(limits: Limits) -> bool:
 class Worker:
     """One worker process, its scratch folder, and a thread reading its messages."""
 
-    def __init__(self, limits: Limits, sandboxed: bool = True, on_device: bool = True,
+    def __init__(self, limits: Limits, sandboxed: bool = True, on_device: bool = False,
                  ro_paths: tuple[str, ...] = ()) -> None:
         self.limits = limits
         self.sandbox = bwrap.sandbox_name() if sandboxed else "none (trusted task code)"
@@ -145,17 +153,24 @@ class Worker:
         env = {k: v for k, v in os.environ.items() if ENV_ALLOW.match(k)}
         env.update(HOME=str(self.scratch), TMPDIR=str(self.scratch), PYTHONDONTWRITEBYTECODE="1",
                    PYTHONUNBUFFERED="1", PYTHONHASHSEED="0")
-        if not (uses_device(limits) and on_device):  # a tracer never needs the chip, even on a host with one
+        self.on_device = on_device
+        if on_device:  # the device worker: the chip's platform alone, whatever the parent set for itself
+            env["JAX_PLATFORMS"] = _platform(limits).name
+            env.pop("ALLOW_MULTIPLE_LIBTPU_LOAD", None)
+        else:  # every other worker stays off the chip, even on a host with one
             env["JAX_PLATFORMS"] = "cpu"
             # Deviceless compiles in several workers at once: libtpu's one-process lock guards
-            # a chip, and there is none here to guard.
+            # a chip, and these processes never open one.
             env["ALLOW_MULTIPLE_LIBTPU_LOAD"] = "1"
         cpu_s = limits.cpu_s or int(limits.timeout_s * max(os.cpu_count() or 1, 1)) + 30
+        # The device worker runs no candidate Python, and a TPU runtime maps far more address space than any
+        # limit a CPU worker gets: its memory is the chip's, bounded by the chip.
+        memory_mb = 0 if on_device else limits.memory_mb
         argv = [sys.executable, "-m", "maxkernel_pallas_judge.sandbox.worker", str(job_r), str(res_w),
-                str(limits.memory_mb), str(cpu_s), limits.platform]
+                str(memory_mb), str(cpu_s), limits.platform]
         if self.sandbox == "bwrap":
             env["MAXKERNEL_SANDBOX"] = "bwrap"
-            devices = tuple(_platform(limits).device_paths()) if uses_device(limits) and on_device else ()
+            devices = tuple(_platform(limits).device_paths()) if on_device else ()
             argv = bwrap.command(argv, self.scratch, devices=devices, ro_paths=ro_paths)
         with open(self.log_path, "wb") as log:
             self.proc = spawn(lambda: subprocess.Popen(
@@ -277,16 +292,16 @@ class WorkerPool:
 
     def __init__(self, limits: Limits | None = None, spares: int = 1) -> None:
         self.limits = limits or Limits()
-        # On a TPU host one process at a time owns the chip: no spares holding it, no kept
-        # reference worker, one job at a time. Isolation costs a cold start per candidate there.
-        self.exclusive = uses_device(self.limits)
-        self.spares_wanted = 0 if self.exclusive else spares
-        self._exclusive_lock = threading.Lock()
+        #: whether this host's chip judges and times programs (then one device worker holds it)
+        self.on_device = uses_device(self.limits)
+        self.spares_wanted = spares
         self._spares: list[Worker] = []
         self._checkers: list[Worker] = []  # idle kept checkers
         self._trusted: Worker | None = None
+        self._device: Worker | None = None
         self._lock = threading.Lock()
         self._trusted_lock = threading.Lock()
+        self._device_lock = threading.Lock()  # one job at a time on the chip
         self._closed = False
         warn_once_without_bwrap()
         atexit.register(self.close)
@@ -304,39 +319,61 @@ class WorkerPool:
     def run_untrusted(self, job: dict[str, Any], arrays: list[np.ndarray] = (), timeout: float | None = None,
                       files: dict[str, str] | None = None) -> JobOutcome:
         """Run one job in a fresh worker, then destroy the worker and its scratch folder."""
-        with self._exclusive_lock if self.exclusive else contextlib.nullcontext():
-            worker = self._take_spare()
-            try:
-                for name, text in (files or {}).items():
-                    (worker.scratch / name).write_text(text)
-                job = {**job, "scratch": str(worker.scratch)}
-                outcome = worker.run(job, list(arrays), timeout or self.limits.timeout_s)
-                outcome.sandbox = worker.sandbox
-                return outcome
-            finally:
-                worker.close()
-                self.warm_up()  # replace it only now: a spare warming during a job slows the job
+        worker = self._take_spare()
+        try:
+            for name, text in (files or {}).items():
+                (worker.scratch / name).write_text(text)
+            job = {**job, "scratch": str(worker.scratch)}
+            outcome = worker.run(job, list(arrays), timeout or self.limits.timeout_s)
+            outcome.sandbox = worker.sandbox
+            return outcome
+        finally:
+            worker.close()
+            self.warm_up()  # replace it only now: a spare warming during a job slows the job
 
     def run_checker(self, job: dict[str, Any], arrays: list[np.ndarray] = (), timeout: float | None = None,
                     ro_paths: list[str] = ()) -> JobOutcome:
         """Run a check of an exported program in a sandboxed worker that never imports candidate code.
 
         Checkers are kept between jobs (one job at a time each); one that fails or
-        times out is replaced. On a TPU host a checker owns the chip for its job only.
+        times out is replaced. Checkers stay on the CPU, on every host.
         """
-        with self._exclusive_lock if self.exclusive else contextlib.nullcontext():
-            with self._lock:  # a checker that reads task files is made for that task, never a kept one
-                worker = self._checkers.pop() if self._checkers and not ro_paths else None
-            if worker is None or worker.proc.poll() is not None:
-                worker = Worker(self.limits, ro_paths=tuple(ro_paths))
+        with self._lock:  # a checker that reads task files is made for that task, never a kept one
+            worker = self._checkers.pop() if self._checkers and not ro_paths else None
+        if worker is None or worker.proc.poll() is not None:
+            worker = Worker(self.limits, ro_paths=tuple(ro_paths))
+        outcome = worker.run({**job, "scratch": str(worker.scratch)}, list(arrays), timeout or self.limits.timeout_s)
+        outcome.sandbox = worker.sandbox
+        with self._lock:
+            keep = outcome.status == "done" and not self._closed and not ro_paths
+            if keep:
+                self._checkers.append(worker)
+        if not keep:
+            worker.close()
+        return outcome
+
+    def run_device(self, job: dict[str, Any], arrays: list[np.ndarray] = (), timeout: float | None = None) -> JobOutcome:
+        """Run a job on the chip in the one device worker, kept across jobs; jobs wait for it in turn.
+
+        A worker that crashed or timed out is replaced by a fresh one (whatever it held is gone: a job that
+        needs held data says so, and the caller sends it again)."""
+        if not self.on_device:
+            raise RuntimeError("no chip is attached to judge on (the pool runs no device worker)")
+        with self._device_lock:
+            with self._lock:
+                if self._closed:
+                    return JobOutcome("crashed", log_tail="the pool is closed")
+                worker = self._device
+                if worker is None or worker.proc.poll() is not None:
+                    if worker is not None:
+                        worker.close()
+                    self._device = worker = Worker(self.limits, on_device=True)
             outcome = worker.run({**job, "scratch": str(worker.scratch)}, list(arrays), timeout or self.limits.timeout_s)
             outcome.sandbox = worker.sandbox
-            with self._lock:
-                keep = outcome.status == "done" and not self.exclusive and not self._closed and not ro_paths
-                if keep:
-                    self._checkers.append(worker)
-            if not keep:
-                worker.close()
+            if outcome.status != "done":
+                with self._lock:
+                    worker.close()
+                    self._device = None
             return outcome
 
     def run_trusted(self, job: dict[str, Any], arrays: list[np.ndarray] = (), timeout: float | None = None) -> JobOutcome:
@@ -351,8 +388,7 @@ class WorkerPool:
                 # Never a spare: spares must stay free of any task code for the candidates.
                 self._trusted = worker = Worker(self.limits, sandboxed=False)
             try:
-                with self._exclusive_lock if self.exclusive else contextlib.nullcontext():
-                    return worker.run({**job, "scratch": str(worker.scratch)}, list(arrays), timeout or self.limits.timeout_s)
+                return worker.run({**job, "scratch": str(worker.scratch)}, list(arrays), timeout or self.limits.timeout_s)
             finally:
                 with self._lock:
                     worker.close()
@@ -361,7 +397,7 @@ class WorkerPool:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            workers = self._spares + self._checkers + ([self._trusted] if self._trusted else [])
-            self._spares, self._checkers, self._trusted = [], [], None
+            workers = self._spares + self._checkers + [w for w in (self._trusted, self._device) if w]
+            self._spares, self._checkers, self._trusted, self._device = [], [], None, None
         for worker in workers:
             worker.close()

@@ -29,8 +29,10 @@ def isolate_network() -> str:
 
 
 def set_limits(memory_mb: int, cpu_s: int) -> None:
-    limit = memory_mb << 20
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    """``memory_mb`` 0: no address-space limit (the device worker, whose runtime maps the chip's memory)."""
+    if memory_mb > 0:
+        limit = memory_mb << 20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 30, 1 << 30))  # no filling the disk
@@ -73,7 +75,7 @@ def main(argv: list[str]) -> None:
     import jax  # noqa: F401  the warm-up: everything a job needs, imported once
     from jax.experimental import pallas  # noqa: F401
 
-    from ..judge import check_job, jobs, trace_job
+    from ..judge import check_job, device_job, jobs, trace_job
     from ..judge.platform import load_platform
 
     load_platform(platform_spec).warm_up()
@@ -92,6 +94,8 @@ def main(argv: list[str]) -> None:
                 trace_job.run_trace(header, arrays, emit, stage)
             elif kind == "check":
                 check_job.run_check(header, arrays, emit, stage)
+            elif kind in device_job.JOBS:  # the device worker's: exported programs on the chip
+                device_job.JOBS[kind](header, arrays, emit, stage)
             else:
                 emit({"type": "error", "message": f"unknown job kind {kind!r}"})
         except MemoryError:
