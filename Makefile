@@ -27,7 +27,7 @@ PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder
 SUITE_MARKS ?= not jaxbench_full
 PYPROJECTS := $(shell find . -name pyproject.toml -not -path './$(VENV)/*' -not -path './docs/*')
 
-.PHONY: run test test-jaxbench install install-test clean sandbox browser ui
+.PHONY: run test test-jaxbench test-tpu tpu-wheels install install-test clean sandbox browser ui
 
 install: $(RUN_STAMP)
 install-test: $(TEST_STAMP)
@@ -78,3 +78,14 @@ test-jaxbench: $(TEST_STAMP)
 
 clean:
 	rm -rf $(VENV)
+
+# What a bare TPU host needs (no network, no root): this project's wheels, the pure-Python dependencies and
+# bubblewrap's binary, in .tpu/; carry it there and run commands through tools/tpu/run.sh (docs/tpu.md).
+tpu-wheels: $(RUN_STAMP)
+	PYTHON=$(BIN)/python tools/tpu/build_wheelhouse.sh .tpu
+
+# The tests that need a TPU (marked tpu; skipped everywhere else), on a TPU host: through the device tool,
+# `tools/tpu/run.sh make test-tpu PYTHON_TPU=python3` with .tpu carried (docs/tpu.md).
+PYTHON_TPU ?= $(BIN)/python
+test-tpu:
+	$(PYTHON_TPU) -m pytest -m tpu -p no:cacheprovider -o addopts="-ra --strict-markers --durations=15" $(or $(PYTEST_TPU_ARGS),tests/tpu)

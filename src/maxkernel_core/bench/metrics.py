@@ -43,6 +43,8 @@ class TaskResult:
     wall_s: float = 0.0
     kernel: str | None = None
     notes: str = ""  # the task's own notes (e.g. an algebraic shortcut a kernel may take)
+    #: where the speedup is measured, the cost model's estimate of it for the same kernel (how wrong the model is)
+    estimated_speedup: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -93,6 +95,7 @@ def suite_metrics(results: list[TaskResult]) -> dict[str, Any]:
         # fast_0 in KernelBench's definition is the correctness rate, whatever the speed figures.
         "fast_0": correct / n if n else 0.0,
         "speed": [_speed_figures(results, kind) for kind in kinds],
+        "model_vs_measured": model_vs_measured(results),
         "failures": [{"task": r.task_id, "status": r.status, "reason": r.reason} for r in results if not r.correct],
         "evaluations": sum(r.evaluations for r in results),
         "llm_calls": sum(r.llm_calls for r in results),
@@ -100,3 +103,40 @@ def suite_metrics(results: list[TaskResult]) -> dict[str, Any]:
         "cost_usd": (sum(r.cost_usd for r in results if r.cost_usd) if any(r.cost_usd for r in results) else None),
         "wall_s": sum(r.wall_s for r in results),
     }
+
+
+def _ranks(values: list[float]) -> list[float]:
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):  # ties share their mean rank
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2
+        i = j + 1
+    return ranks
+
+
+def spearman(a: list[float], b: list[float]) -> float | None:
+    """Spearman's rank correlation (None under 3 pairs or with no spread)."""
+    if len(a) < 3:
+        return None
+    ra, rb = _ranks(a), _ranks(b)
+    ma, mb = sum(ra) / len(ra), sum(rb) / len(rb)
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb, strict=True))
+    va, vb = sum((x - ma) ** 2 for x in ra), sum((y - mb) ** 2 for y in rb)
+    return cov / math.sqrt(va * vb) if va and vb else None
+
+
+def model_vs_measured(results: list[TaskResult]) -> dict[str, Any] | None:
+    """How the cost model's speedups compare with the measured ones over the tasks that have both: the rank
+    correlation, the geometric means side by side, and how often the direction (faster or slower) agrees."""
+    both = [r for r in results if r.correct and r.speedup_kind == "measured" and r.speedup and r.estimated_speedup]
+    if not both:
+        return None
+    measured, estimated = [r.speedup for r in both], [r.estimated_speedup for r in both]
+    return {"tasks": len(both), "spearman": spearman(estimated, measured),
+            "geomean_measured": geomean(measured), "geomean_estimated": geomean(estimated),
+            "direction_agrees": sum((e >= 1) == (m >= 1) for e, m in zip(estimated, measured, strict=True))}

@@ -52,6 +52,12 @@ def summary_lines(bench) -> list[str]:
                      f"{s['tasks_with_speedup']} correct tasks; {fast}")
     if not m["speed"]:
         lines.append("no correct task has a speed figure")
+    versus = m.get("model_vs_measured")
+    if versus:
+        rho = f"{versus['spearman']:.2f}" if versus["spearman"] is not None else "-"
+        lines.append(f"the cost model against the chip on {versus['tasks']} measured tasks: geometric mean "
+                     f"{_x(versus['geomean_estimated'])} estimated vs {_x(versus['geomean_measured'])} measured, rank "
+                     f"correlation {rho}, direction right on {versus['direction_agrees']} of {versus['tasks']}")
     apart = [f"{m[k]} {label}" for k, label in (("unverified", "unverified (compiled and proven, outputs not "
                                                  "checkable here)"), ("errors", "could not load or run"))
              if m.get(k)]

@@ -103,6 +103,7 @@ def result_of_run(store: RunStore, run_id: str, best, wall_s: float, kernel: Pat
     return TaskResult(
         best.candidate.task_id, "correct", ev.reason[:300], correct=True, kernel=str(kernel) if kernel else None,
         speedup=p.speedup if p else None, speedup_kind=("estimated" if p.estimated else "measured") if p else None,
+        estimated_speedup=(p.speedup if p.estimated else ev.estimate.speedup if ev.estimate else None) if p else None,
         seconds=p.seconds if p else None, reference_seconds=p.reference_seconds if p else None,
         roofline_fraction=p.roofline_fraction if p else None, arithmetic_intensity=p.arithmetic_intensity if p else None,
         **common)
