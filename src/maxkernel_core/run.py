@@ -175,7 +175,7 @@ def write_graph(nodes, edges, evaluations, out: Path) -> dict[str, Path]:
     lines = ["digraph search {", "  rankdir=LR; node [shape=box, fontname=monospace];"]
     for n in nodes:
         label = f"{n.candidate_id}\\n{status.get(n.candidate_id, '?')}" + (  # DOT's own line break
-            f"\\n{n.score * 1e6:,.1f} us ({'measured' if n.candidate_id in measured else 'est.'})" if n.score else "")
+            f"\\n{n.score * 1e6:,.1f} us {'measured' if n.candidate_id in measured else 'estimated'}" if n.score else "")
         style = "bold" if n.in_beam else ("filled" if status.get(n.candidate_id) != "ok" else "solid")
         lines.append(f'  "{n.id}" [label="{label}", style={style}, fillcolor=lightgrey];')
     lines += [f'  "{e.parent_id}" -> "{e.child_id}" [label="{e.transformation}"];' for e in edges]

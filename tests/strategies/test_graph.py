@@ -48,7 +48,7 @@ def test_graph_search_same_seed_same_graph_and_exports(tmp_path):
     exported = json.loads((tmp_path / "a" / "out" / "graph.json").read_text())
     assert len(exported["nodes"]) == len(graph) and len(exported["edges"]) == len(graph) - 1
     dot = (tmp_path / "a" / "out" / "graph.dot").read_text()
-    assert dot.startswith("digraph search {") and "->" in dot and "(est.)" in dot
+    assert dot.startswith("digraph search {") and "->" in dot and " us estimated" in dot
     in_beam = [n for n in store_a.nodes(first.run_id) if n.in_beam]
     assert 1 <= len(in_beam) <= 2 and all(n.score is not None for n in in_beam)
 

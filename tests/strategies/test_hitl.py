@@ -39,7 +39,7 @@ def test_scripted_session_follows_feedback_and_records_every_decision(tmp_path):
     assert "plan as edited: Edited by hand: BLOCK_ROWS 32 -> 64" in out  # the prose follows the edit
     assert proposed[4] > 64  # "larger row blocks": larger than the kernel the edit produced
     assert len(set(proposed[:4])) == 4  # a rejected plan is never proposed again
-    assert "verdict: ok" in out and "profile (estimate)" in out
+    assert "verdict: ok" in out and "speed: " in out and "estimated for v5e" in out
     store = RunStore(tmp_path / "home" / "runs.db")
     (run,) = store.list_runs()
     decisions = [(d["kind"], d["detail"]) for d in store.decisions(run.id)]

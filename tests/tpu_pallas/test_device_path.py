@@ -131,3 +131,21 @@ def test_who_is_wrong_is_decided_by_the_high_precision_reference():
     nan = [exact[0].copy()]
     nan[0][3] = np.nan
     assert not chip_correctness(nan, held, 1e-3, 0)["ok"]
+
+
+def test_a_task_whose_inputs_were_let_go_is_held_again(chip_evaluator, tiny, tpu_backend, tmp_path, monkeypatch):
+    """The chip holds one task's inputs, and so does the parent: a task judged again after another is built
+    again, and measured as before."""
+    import shutil
+
+    monkeypatch.setenv("MAXKERNEL_HOME", str(tmp_path))
+    shutil.copytree(HERE / "device_tasks" / "tiny_matmul", tmp_path / "other")
+    other = tpu_backend.load_task(tmp_path / "other")
+    honest = kernel_source("honest_matmul.py")
+    first = chip_evaluator.evaluate(tiny, Candidate(tiny.id, honest + "\n# 1"), target="v5e")
+    assert first.ok and not first.profile.estimated, first.reason
+    assert chip_evaluator.evaluate(other, Candidate(other.id, honest + "\n# 2"), target="v5e").ok
+    held = [r for r in chip_evaluator._references.values() if r.chip is not None and r.chip.payload]
+    assert len(held) == 1  # only the task on the chip keeps its full-size inputs in the parent
+    again = chip_evaluator.evaluate(tiny, Candidate(tiny.id, honest + "\n# 3"), target="v5e")
+    assert again.ok and not again.profile.estimated, again.reason

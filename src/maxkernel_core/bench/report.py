@@ -15,6 +15,7 @@ from typing import Any
 from attrs import asdict
 
 from .figures import KIND_LABEL, figures
+from ..speed import ratio_words
 from .metrics import FAST_P, TaskResult
 
 def _pct(x: float | None) -> str:
@@ -40,6 +41,11 @@ def write_report(bench) -> dict[str, Any]:
     (out / "report.md").write_text(markdown(bench))
     (out / "report.html").write_text(html_report(bench))
     return data
+
+
+def _vs(r) -> str:
+    """A task's ratio to XLA as every report words it ("0.82x XLA (slower, measured/measured)"); "-" without."""
+    return ratio_words(r.speedup, r.speedup_kind or "estimated") or "-"
 
 
 def summary_lines(bench) -> list[str]:
@@ -73,11 +79,11 @@ def markdown(bench) -> str:
     how = f"kernels from {c.kernels}" if c.kernels else f"strategy {c.strategy or 'default'}, provider {c.provider or 'default'}"
     lines = [f"# maxkernel bench {bench.bench_id}", "", f"Suite `{c.suite}` (tasks `{c.tasks}`), {how}, target {bench.target}.",
              "", *[f"- {line}" for line in summary_lines(bench)], "",
-             "| task | status | compiled | proof | speedup | kind | roofline | evals | tokens | wall s |",
+             "| task | status | compiled | proof | vs XLA | kind | roofline | evals | tokens | wall s |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in bench.results:
         lines.append(f"| {r.task_id} | {r.status} | {'yes' if r.compiled else 'no'} | {'yes' if r.proof_of_kernel else 'no'} "
-                     f"| {_x(r.speedup)} | {r.speedup_kind or '-'} | {_pct(r.roofline_fraction)} | {r.evaluations} "
+                     f"| {_vs(r)} | {r.speedup_kind or '-'} | {_pct(r.roofline_fraction)} | {r.evaluations} "
                      f"| {r.tokens} | {r.wall_s:.0f} |")
     failures = [r for r in bench.results if not r.correct]
     if len(failures) > 10:  # at suite scale, what to fix first: the reasons by how many tasks share them
@@ -115,7 +121,7 @@ def html_report(bench) -> str:
         page = bench.out / "tasks" / r.task_id / "report.html"
         name = f'<a href="tasks/{e(r.task_id)}/report.html">{e(r.task_id)}</a>' if page.exists() else e(r.task_id)
         rows.append(f"<tr class={cls} id=\"task-{e(r.task_id)}\"><td>{name}</td><td>{e(r.status)}</td><td>{'yes' if r.compiled else 'no'}</td>"
-                    f"<td>{'yes' if r.proof_of_kernel else 'no'}</td><td>{_x(r.speedup)}</td><td>{e(r.speedup_kind or '-')}</td>"
+                    f"<td>{'yes' if r.proof_of_kernel else 'no'}</td><td>{e(_vs(r))}</td><td>{e(r.speedup_kind or '-')}</td>"
                     f"<td>{_pct(r.roofline_fraction)}</td><td>{r.evaluations}</td><td>{r.tokens}</td>"
                     f"<td>{r.wall_s:.0f}</td><td>{e(r.reason)}{'<br><i>shortcut: ' + e(r.notes) + '</i>' if r.notes else ''}</td></tr>")
     figs = "".join(f"<figure>{svg}<figcaption>{e(cap)}</figcaption></figure>" for cap, svg in figures(bench))
@@ -132,6 +138,6 @@ figure{{margin:1em 0}}figcaption{{font-size:13px;color:#444}}</style></head><bod
 <p>Suite <code>{e(bench.config.suite)}</code>, target {e(bench.target)}.</p><ul>{summary}</ul>
 <table><tr><th>speed figures</th><th>geomean</th>{fast_head}</tr>{speed_rows}</table>
 {figs}
-<h2>Tasks</h2><table><tr><th>task</th><th>status</th><th>compiled</th><th>proof</th><th>speedup</th><th>kind</th>
+<h2>Tasks</h2><table><tr><th>task</th><th>status</th><th>compiled</th><th>proof</th><th>vs XLA</th><th>kind</th>
 <th>roofline</th><th>evals</th><th>tokens</th><th>wall s</th><th>reason / notes</th></tr>{''.join(rows)}</table>
 </body></html>"""

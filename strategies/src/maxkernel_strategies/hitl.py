@@ -20,6 +20,7 @@ import attrs
 import click
 from maxkernel_core import Plan, Strategy, hookimpl
 from maxkernel_core.errors import ConfigError
+from maxkernel_core.speed import phrase
 
 from .hitl_channels import Dialogue, SharedChannel, TerminalChannel
 from .search import moves_from
@@ -141,8 +142,7 @@ class HumanInTheLoop(Strategy):
         click.echo(f"verdict: {verdict.status.value}: {verdict.reason}")
         profile = ""
         if verdict.profile:
-            kind = "estimate" if verdict.profile.estimated else "measured"
-            profile = f"profile ({kind}): " + "; ".join(verdict.profile.diagnosis[:3])
+            profile = f"speed: {phrase(verdict.profile)}; " + "; ".join(verdict.profile.diagnosis[:3])
             click.echo(profile)
         return {"candidate": candidate.id, "diff": diff, "verdict": verdict.status.value, "reason": verdict.reason,
                 "profile": profile}

@@ -196,6 +196,10 @@ class Evaluator:
                              chip, chip_note, header.get("xla"), header["program_work"], header["check_sizes"],
                              target, header.get("signature", ""), self.platform)
         with self._lock:
+            if chip is not None:  # the parent keeps one task's full-size inputs, as the chip holds one task's
+                for other in self._references.values():
+                    if other.chip is not None:
+                        other.chip.payload.clear()
             self._references[key] = data
         return data
 
@@ -227,12 +231,20 @@ class Evaluator:
         job = {"kind": "device_check", "platform": self.platform.spec, "key": chip.key, "atol": task.atol,
                "rtol": task.rtol}
         outcome = self.pool.run_device(job, [program])
-        if outcome.last("need_reference") is not None:
+        if outcome.last("need_reference") is None:
+            return outcome
+        if chip.payload:
             held = self._run_reference_on_chip(task, chip.key, chip.payload, chip.n_inputs)
             if held.status != "done" or held.last("device_reference") is None:
                 return held
-            outcome = self.pool.run_device(job, [program])
-        return outcome
+        else:  # another task's reference took the chip and this one's inputs were let go: build them again
+            with self._lock:
+                self._references = {k: v for k, v in self._references.items() if v is not ref}
+            fresh = self.reference(task, ref.target)
+            if fresh.chip is None:
+                return JobOutcome("crashed", log_tail=fresh.chip_note)
+            job["key"] = fresh.chip.key
+        return self.pool.run_device(job, [program])
 
     # --- a candidate --------------------------------------------------------------
 
