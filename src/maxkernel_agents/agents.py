@@ -85,8 +85,9 @@ def _history(history) -> str:
 def _profile_text(profile) -> str:
     if profile is None:
         return "No profile yet."
-    label = "ESTIMATE (static cost model)" if profile.estimated else "MEASURED on the device"
-    return f"{label}: bound by {profile.bound or '?'}\n" + "\n".join(f"- {line}" for line in profile.diagnosis)
+    label = "ESTIMATE (static cost model)" if profile.estimated else f"MEASURED on {profile.chip or 'the device'}"
+    bound = f", bound by {profile.bound}" if profile.bound else ""
+    return f"{label}: {phrase(profile)}{bound}\n" + "\n".join(f"- {line}" for line in profile.diagnosis)
 
 
 @hookimpl(trylast=True)

@@ -105,8 +105,8 @@ def achieved_words(achieved: dict) -> str:
     parts = []
     if achieved.get("tflops") is not None:
         parts.append(f"{achieved['tflops']:,.1f} TFLOP/s")
-    if achieved.get("hbm_gbs") is not None:
-        parts.append(f"{achieved['hbm_gbs']:,.0f} GB/s of HBM")
+    if achieved.get("hbm_gbs") is not None:  # the task's inputs and outputs once: the traffic is at least that
+        parts.append(f"at least {achieved['hbm_gbs']:,.0f} GB/s of HBM")
     if achieved.get("roofline_fraction") is not None:
         parts.append(f"{achieved['roofline_fraction']:.0%} of the roofline")
     return ", ".join(parts) or "-"

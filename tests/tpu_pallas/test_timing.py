@@ -9,7 +9,8 @@ import pytest
 from maxkernel_core import EvalStatus, Task, TestReport
 
 from maxkernel_pallas_judge.judge.chip_verdict import judge_on_chip
-from maxkernel_pallas_judge.judge.evaluator import ChipReference, Evaluator, ReferenceData
+from maxkernel_pallas_judge.judge.chip_host import ChipReference
+from maxkernel_pallas_judge.judge.evaluator import Evaluator, ReferenceData
 from maxkernel_pallas_judge.judge.timing import time_on_device
 from maxkernel_pallas_judge.judge.verdict import Verdict
 from maxkernel_pallas_judge.profiling.xplane import TraceError
@@ -20,26 +21,27 @@ from maxkernel_tpu_pallas.tpu_platform import TPU
 
 def test_timing_on_a_cpu_is_an_error_not_a_zero(tmp_path):
     with pytest.raises(TraceError, match="no device code ran"):
-        time_on_device(lambda x: jnp.tanh(x @ x), (jnp.ones((128, 128)),), trace_root=tmp_path, warmup=1, runs=2)
+        time_on_device(lambda x: jnp.tanh(x @ x), [(jnp.ones((128, 128)),)], trace_root=tmp_path, warmup=1, runs=2)
 
 
 EVALUATOR = Evaluator(Limits(platform=TPU.spec), spares=0)  # no worker is started: only the parent-side handling is exercised
+RIGHT = np.ones((4, 4), np.float32)
 
 
 def _reference():
-    chip = ChipReference("key", "TPU v5 lite", {"median_s": 2e-3, "runs": 10}, {"max_abs_error": 0.0, "mismatched": 0})
-    return ReferenceData([], None, {}, 1e9, [], [], [], "cpu", chip=chip)
+    return ReferenceData([], None, {}, 1e9, [], [], [], "cpu")
 
 
-def _outcome(repeat_ok=True, trace=b"xspace-bytes"):
-    correct = {"type": "chip_correctness", "ok": True, "against": "xla"}
-    header = {"type": "timing", "ok": True, "median_s": 1e-3, "times_s": [1e-3] * 3, "wall_median_s": 1.05e-3,
-              "runs": 3, "warmup": 1, "top_ops": [["fusion", 9e-4]], "wait_share": 0.1,
-              "repeat": {"ok": repeat_ok, "identical": repeat_ok, "detail": {
-                  "ok": repeat_ok, "xla_disagreement": "output 0: 16 of 16 values outside",
-                  "kernel_vs_exact": {"max_abs_error": 1.0, "mismatched": 16},
-                  "xla_vs_exact": {"max_abs_error": 0.0, "mismatched": 0}}}}
-    return JobOutcome("done", [(correct, []), (header, [np.frombuffer(trace, np.uint8)])])
+def _chip():
+    return ChipReference("key", "TPU v5 lite", {"median_s": 2e-3, "runs": 10}, [RIGHT], [RIGHT])
+
+
+def _outcome(outputs, differ=0, trace=b"xspace-bytes"):
+    first = {"type": "chip_outputs", "sets": 1, "n_outputs": 1}
+    header = {"type": "timing", "ok": True, "median_s": 1e-3, "times_s": [1e-3] * 9, "wall_median_s": 1.05e-3,
+              "runs": 9, "warmup": 3, "input_sets": 1, "top_ops": [["fusion", 9e-4]], "wait_share": 0.1,
+              "calls_checked": 9, "calls_differ": differ}
+    return JobOutcome("done", [(first, outputs), (header, [np.frombuffer(trace, np.uint8)])])
 
 
 def _verdict(cand_id):
@@ -47,16 +49,45 @@ def _verdict(cand_id):
     return Verdict(EVALUATOR, task, type("C", (), {"id": cand_id})(), "v5e", _reference())
 
 
-def test_measured_profile_keeps_the_trace_and_checks_the_timed_outputs(tmp_path, monkeypatch):
+def test_measured_profile_keeps_the_trace_and_checks_every_timed_call(tmp_path, monkeypatch):
     monkeypatch.setenv("MAXKERNEL_HOME", str(tmp_path))
     report = TestReport("cand-1", True, 4)
-    ev = judge_on_chip(_verdict("cand-1"), _outcome(), "4 input sets match", report)
+    ev = judge_on_chip(_verdict("cand-1"), _outcome([RIGHT]), _chip(), "4 input sets match", report)
     assert ev.ok and not ev.profile.estimated and ev.profile.speedup == pytest.approx(2.0)
     assert ev.profile.speed.comparison == "measured/measured" and ev.profile.chip == "TPU v5 lite (v5e)"
     assert ev.details["timing"]["achieved"]["tflops"] == pytest.approx(1e9 / 1e-3 / 1e12)
+    assert ev.profile.diagnosis[0].startswith("measured: the costliest ops per call are fusion")
     assert (tmp_path / "traces" / "cand-1").exists()
     assert open(ev.details["timing"]["xplane"], "rb").read() == b"xspace-bytes"
 
-    ev = judge_on_chip(_verdict("cand-2"), _outcome(repeat_ok=False), "4 input sets match", report)
+    ev = judge_on_chip(_verdict("cand-2"), _outcome([RIGHT], differ=2), _chip(), "4 input sets match", report)
     assert ev.status is EvalStatus.INCORRECT and ev.profile is None
-    assert ev.reason.startswith("the outputs of the timed full-size calls are wrong")
+    assert ev.reason.startswith("2 of 9 timed calls on the TPU v5 lite (v5e) returned outputs other than")
+
+    ev = judge_on_chip(_verdict("cand-3"), _outcome([RIGHT * 2]), _chip(), "4 input sets match", report)
+    assert ev.status is EvalStatus.INCORRECT and "the kernel is the farther" in ev.reason
+
+
+def test_a_time_below_the_chips_floor_for_the_work_is_refused(tmp_path, monkeypatch):
+    """The task's 1e12 FLOPs in 1 ms would be 1,000 TFLOP/s, five times the chip's peak, where XLA's 6 ms is
+    within it: the kernel did not do the work."""
+    monkeypatch.setenv("MAXKERNEL_HOME", str(tmp_path))
+    ref = ReferenceData([], None, {}, 1e12, [], [], [], "cpu", xla={"ok": True, "chip": {"bf16_ops_per_second": 197e12}})
+    verdict = Verdict(EVALUATOR, Task("t", "tpu_pallas", "/t", atol=1e-3, rtol=1e-3),
+                      type("C", (), {"id": "cand-4"})(), "v5e", ref)
+    chip = ChipReference("key", "TPU v5 lite", {"median_s": 6e-3, "runs": 10}, [RIGHT], [RIGHT])
+    ev = judge_on_chip(verdict, _outcome([RIGHT]), chip, "ok", TestReport("cand-4", True, 4))
+    assert ev.status is EvalStatus.REJECTED and "faster than the chip can do that work" in ev.reason
+
+
+def test_the_tracer_must_hand_over_exactly_one_program_per_size():
+    """The tracer writes its program messages itself: the checker proves, and the chip runs, the same ones."""
+    from maxkernel_pallas_judge.judge.verdict import _well_formed
+
+    blob = np.zeros(4, np.uint8)
+    good = [({"size": 0, "cpu": False}, [blob]), ({"size": 1, "cpu": True}, [blob, blob])]
+    assert _well_formed(good, 1)
+    assert not _well_formed([({"size": -1, "cpu": False}, [blob]), *good], 1)  # one the checker would sort first
+    assert not _well_formed([good[0], good[0], good[1]], 1)  # two full-size programs
+    assert not _well_formed([({"size": 0, "cpu": True}, [blob, blob]), good[1]], 1)  # a CPU twin at full size
+    assert not _well_formed(good[:1], 1)

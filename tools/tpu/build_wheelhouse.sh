@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 OUT=${1:-.tpu}
 PYTHON=${PYTHON:-python3}
 PY_VERSION=${TPU_PYTHON_VERSION:-3.11}
-# The host's pure-Python needs, pinned to what this machine resolves (pyyaml is compiled: the host's platform).
+# The host's pure-Python needs, at the versions installed beside $PYTHON (pyyaml is compiled: the host's platform).
 PURE="pluggy attrs cattrs click rich markdown-it-py mdurl pygments platformdirs typing_extensions flatbuffers
 pytest iniconfig packaging"  # pytest: make test-tpu there
 COMPILED="pyyaml"
@@ -23,9 +23,16 @@ for dist in $DISTS; do
   "$PYTHON" -m pip wheel --quiet --no-deps --no-build-isolation -w "$OUT/wheels" "$dist"
   rm -rf "$dist/build"  # setuptools' scratch, left in the source folder
 done
-"$PYTHON" -m pip download --quiet --no-deps --only-binary=:all: -d "$OUT/wheels" $PURE
+pinned() {  # NAME==VERSION as installed beside $PYTHON, else the bare name
+  for name in "$@"; do
+    version=$("$PYTHON" -m pip show "$name" 2>/dev/null | sed -n 's/^Version: //p')
+    echo "$name${version:+==$version}"
+  done
+}
+"$PYTHON" -m pip download --quiet --no-deps --only-binary=:all: -d "$OUT/wheels" $(pinned $PURE)
 "$PYTHON" -m pip download --quiet --no-deps --only-binary=:all: --python-version "$PY_VERSION" \
-  --implementation cp --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 -d "$OUT/wheels" $COMPILED
+  --implementation cp --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 -d "$OUT/wheels" \
+  $(pinned $COMPILED)
 
 # bubblewrap: Debian's binary and the libraries it needs beyond glibc (libselinux, libcap, pcre2)
 scratch=$(mktemp -d)

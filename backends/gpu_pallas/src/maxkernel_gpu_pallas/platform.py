@@ -66,8 +66,8 @@ class GpuPlatform(Platform):
         from .targets import TARGETS
 
         chip = self.found()
-        kind = chip.kind.lower().replace(" ", "") if chip.attached else ""
-        return next((target for target in TARGETS if target in kind), None)
+        words = chip.kind.lower().split() if chip.attached else []  # "NVIDIA H100 80GB HBM3": a word names it
+        return next((target for target in TARGETS if target in words), None)
 
     def device_paths(self) -> list[str]:
         dev = Path("/dev")

@@ -27,7 +27,7 @@ from pathlib import Path
 from attrs import asdict, frozen
 
 #: libtpu's words when another process holds the chip (its lock file, /tmp/libtpu_lockfile)
-BUSY_MARKERS = ("already in use", "libtpu_lockfile")
+BUSY_MARKERS = ("already in use", "libtpu_lockfile", "Device or resource busy", "EBUSY")
 PROBE_TIMEOUT_S = 120.0
 #: part of the cache key: a changed probe asks again
 PROBE_VERSION = 2
@@ -55,6 +55,8 @@ class ChipFound:
     how: str = ""
     #: another process held the chip when asked (attached all the same)
     busy: bool = False
+    #: the runtime answered: it listed the chip, or said there is none (a timeout or a crash is no answer)
+    definite: bool = True
 
     def line(self) -> str:
         """The sentence ``maxkernel doctor`` prints."""
@@ -91,15 +93,15 @@ def ask_runtime(platform: str, timeout_s: float = PROBE_TIMEOUT_S) -> ChipFound:
         done = subprocess.run([sys.executable, "-c", _CHILD, platform], capture_output=True, text=True, env=env,
                               timeout=timeout_s, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        return ChipFound(platform, False, how=f"{how} did not answer within {timeout_s:g} s")
+        return ChipFound(platform, False, how=f"{how} did not answer within {timeout_s:g} s", definite=False)
     except OSError as exc:
-        return ChipFound(platform, False, how=f"{how} could not start: {exc}")
+        return ChipFound(platform, False, how=f"{how} could not start: {exc}", definite=False)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
     try:
         reply = json.loads(lines[-1])
     except (IndexError, ValueError):
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
-        return ChipFound(platform, False, how=f"{how} exited with code {done.returncode}: {tail}")
+        return ChipFound(platform, False, how=f"{how} exited with code {done.returncode}: {tail}", definite=False)
     if reply["ok"]:
         kinds = sorted(set(reply["kinds"]))
         return ChipFound(platform, True, ", ".join(kinds), len(reply["kinds"]), how)
@@ -149,8 +151,8 @@ def _read(path: Path) -> ChipFound | None:
 
 
 def _write(path: Path, answer: ChipFound) -> None:
-    if answer.busy and not answer.kind:
-        return  # asked again next time, when the chip is free to tell its kind
+    if (answer.busy and not answer.kind) or not answer.definite:
+        return  # asked again next time: when the chip is free to tell its kind, or the runtime answers at all
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")

@@ -76,6 +76,8 @@ def run_check(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: 
         return  # refused whatever compiles: the parent says why, and no compile is spent on it
     stage("compile")
     emit({"type": "check", "name": "compile", **platform.compile_exported(full, job["target"])})
+    # the full-size program as this process read it, written anew: what the chip runs is what was proven here
+    emit({"type": "canonical", "size": 0}, [np.frombuffer(bytes(full.serialize()), dtype=np.uint8)])
     runners = {}
     for size, where in enumerate(layout[1:], start=1):
         stage(f"cross-check, size {size}")

@@ -1,46 +1,77 @@
-"""The verdict's last step on a host with the chip: what the device worker reported, in checks and a measured
-speed (``device_job.py`` ran the candidate's full-size program beside XLA's reference on the same inputs).
+"""The verdict's last step on a host with the chip, made here in the parent from what the device worker sent
+back (``device_job.py`` ran the candidate's full-size program beside XLA's reference on the same inputs).
 
+Correctness is judged here, on the outputs themselves: the device worker runs programs and decides nothing.
 The speed is a measurement only: the candidate's device time and XLA's, from profiler traces taken the same
 way in the same process, with what they achieve against the chip's peaks. An estimate never stands in for it
-on such a host; a kernel verified but not timed carries no speed.
+on such a host; a kernel verified but not timed carries no speed; a time below what the chip can physically do
+for the task's work means the work was not done.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from attrs import evolve
 from maxkernel_core import CheckResult, EvalStatus, Evaluation, Profile, TestReport
 
 from ..sandbox.pool import JobOutcome
+from .compare import compare, distance
 from .traces import keep_trace
 
+#: A kernel measured above this share of the chip's roofline for the task's work, where XLA's reference is not,
+#: did not do the work (or the timing is broken): refused.
+IMPOSSIBLE_ROOFLINE = 1.5
+OUT_OF_MEMORY = ("RESOURCE_EXHAUSTED", "Out of memory", "out of memory")
 
-def wrong_reason(judged: dict[str, Any], chip: str) -> str:
+
+def judge_outputs(got: list[np.ndarray], xla: list[np.ndarray], exact: list[np.ndarray], atol, rtol) -> dict[str, Any]:
+    """Whether a kernel's full-size outputs on the chip are right, and who is wrong where it and XLA disagree.
+
+    Right: within the task's tolerance of XLA's outputs; or, where it is not, within it of the highest-precision
+    reference, or no farther from that reference than XLA's own outputs are (by the largest error and by how
+    many values are outside the tolerance: XLA's default precision is then the less accurate side). Wrong
+    otherwise, and always when the outputs' count, shapes or dtypes are not XLA's."""
+    ok, why, _ = compare(xla, got, atol, rtol)
+    if ok:
+        return {"ok": True, "against": "xla"}
+    kernel, ref = distance(exact, got, atol, rtol), distance(exact, xla, atol, rtol)
+    base = {"xla_disagreement": why, "kernel_vs_exact": kernel, "xla_vs_exact": ref}
+    if kernel["mismatched"] < 0:
+        return {"ok": False, "farther": "kernel", **base}
+    no_worse = kernel["mismatched"] <= max(ref["mismatched"], 0) and kernel["max_abs_error"] <= ref["max_abs_error"]
+    if kernel["mismatched"] == 0 or no_worse:
+        return {"ok": True, "against": "exact", "farther": "xla", **base}
+    return {"ok": False, "farther": "kernel", **base}
+
+
+def wrong_reason(judged: dict[str, Any], chip: str, which: str) -> str:
     """Why the full-size program is wrong on the chip, naming who is farther from the high-precision reference."""
-    if "error" in judged:
-        err = judged["error"]
-        return f"the full-size program failed on the {chip}: {err.get('type', 'Error')}: {err.get('message', '')}"
     kernel, xla = judged["kernel_vs_exact"], judged["xla_vs_exact"]
-    return (f"wrong on the {chip} at full size: against XLA's reference there, {judged['xla_disagreement']}; "
-            f"against the highest-precision reference the kernel is off by {kernel['max_abs_error']:.3g} "
-            f"({kernel['mismatched']} values outside the tolerance), XLA's own output by {xla['max_abs_error']:.3g} "
-            f"({xla['mismatched']}): the kernel is the farther")
+    if kernel["mismatched"] < 0:
+        return f"wrong on the {chip} at full size ({which}): {judged['xla_disagreement']}"
+    return (f"wrong on the {chip} at full size ({which}): against XLA's reference there, "
+            f"{judged['xla_disagreement']}; against the highest-precision reference the kernel is off by "
+            f"{kernel['max_abs_error']:.3g} ({kernel['mismatched']} values outside the tolerance), XLA's own output "
+            f"by {xla['max_abs_error']:.3g} ({xla['mismatched']}): the kernel is the farther")
 
 
-def right_line(judged: dict[str, Any], chip: str) -> str:
-    if judged.get("against") == "xla":
-        return f"the full-size outputs match XLA's reference on the {chip}"
-    kernel, xla = judged["kernel_vs_exact"], judged["xla_vs_exact"]
-    return (f"the full-size outputs differ from XLA's reference on the {chip} ({judged['xla_disagreement']}), and "
-            f"the highest-precision reference sides with the kernel: it is off by {kernel['max_abs_error']:.3g}, "
-            f"XLA's default-precision output by {xla['max_abs_error']:.3g}")
+def right_line(judged: list[dict[str, Any]], chip: str) -> str:
+    sets = f"{len(judged)} full-size input set{'s' if len(judged) > 1 else ''}"
+    moved = [j for j in judged if j.get("against") == "exact"]
+    if not moved:
+        return f"the outputs on {sets} match XLA's reference on the {chip}"
+    k, x = moved[0]["kernel_vs_exact"], moved[0]["xla_vs_exact"]
+    return (f"the outputs on {sets} match XLA's reference on the {chip} or, where they differ, the "
+            f"highest-precision reference sides with the kernel (off by {k['max_abs_error']:.3g}, XLA's "
+            f"default-precision output by {x['max_abs_error']:.3g})")
 
 
 def achieved(flops: float | None, hbm_bytes: float | None, seconds: float, chip: dict[str, Any]) -> dict[str, Any]:
-    """TFLOP/s and HBM GB/s a time achieves for the task's work, and the share of the chip's roofline (its
-    floor, every FLOP at peak and every byte once, over the time)."""
+    """TFLOP/s a time achieves for the task's work, the HBM GB/s of at least its inputs and outputs once, and
+    the share of the chip's roofline (its floor, every FLOP at peak and every byte once, over the time): above
+    1 means the time is shorter than the chip allows for that work."""
     out: dict[str, Any] = {}
     peak_flops, peak_bw = chip.get("bf16_ops_per_second"), chip.get("mem_bw_bytes_per_second")
     floors = []
@@ -53,7 +84,7 @@ def achieved(flops: float | None, hbm_bytes: float | None, seconds: float, chip:
         if peak_bw:
             floors.append(hbm_bytes / peak_bw)
     if floors:
-        out["roofline_fraction"] = min(max(floors) / seconds, 1.0)
+        out["roofline_fraction"] = max(floors) / seconds
     return out
 
 
@@ -65,27 +96,48 @@ def task_work(ref) -> tuple[float | None, float | None]:
     return flops, hbm or None
 
 
-def reference_achieved(ref) -> dict[str, Any]:
-    flops, hbm = task_work(ref)
-    return achieved(flops, hbm, ref.chip.timing["median_s"], (ref.xla or {}).get("chip") or {})
+def _chip_outputs(verdict, checked: JobOutcome, chip, kind: str) -> tuple[list[dict], str | None, bool]:
+    """(each set's judgement, why the program failed, whether that failure is the machine's), from the
+    device worker's ``chip_outputs`` message."""
+    header, arrays = checked.last("chip_outputs")
+    if "error" in header:
+        err = header["error"]
+        why = f"the full-size program failed on the {kind}: {err.get('type', 'Error')}: {err.get('message', '')}"
+        return [], why, any(marker in why for marker in OUT_OF_MEMORY)
+    n, sets = int(header["n_outputs"]), int(header["sets"])
+    got = [list(arrays[i * n:(i + 1) * n]) for i in range(sets)]
+    refs = [(chip.xla_outputs, chip.exact_outputs)]
+    if sets > 1:
+        beside = arrays[sets * n:]
+        refs.append((list(beside[:n]), list(beside[n:2 * n])))
+    atol, rtol = verdict.task.atol, verdict.task.rtol
+    return [judge_outputs(g, xla, exact, atol, rtol) for g, (xla, exact) in zip(got, refs, strict=True)], None, False
 
 
-def judge_on_chip(verdict, checked: JobOutcome, message: str, report: TestReport) -> Evaluation:
+def judge_on_chip(verdict, checked: JobOutcome, chip, message: str, report: TestReport) -> Evaluation:
     """The verdict from the device worker's report: incorrect on the chip, or ok with a measured speed."""
-    kind = f"{verdict.ref.chip.device_kind} ({verdict.target})"
     verdict.details["device_sandbox"] = checked.sandbox
-    judged = checked.last("chip_correctness")
-    if judged is None:
+    if chip is None or checked.last("chip_outputs") is None:
         return verdict._ended_badly(checked, "device worker") or verdict.done(
-            EvalStatus.CRASHED, "the device worker reported no result for the full-size program")
-    judged = judged[0]
-    verdict.details["chip_correctness"] = judged
-    if not judged["ok"]:
-        why = wrong_reason(judged, kind)
-        verdict.checks.append(CheckResult("chip_correctness", False, why, judged))
-        return verdict.done(EvalStatus.INCORRECT, why, test=evolve(report, passed=False, message=why))
-    verdict.checks.append(CheckResult("chip_correctness", True, right_line(judged, kind), judged))
-    message = f"{message}; {right_line(judged, kind)}"
+            EvalStatus.CRASHED, f"the device worker reported no result for the full-size program: "
+                                f"{(checked.log_tail or checked.how_it_ended)[-300:]}")
+    kind = f"{chip.device_kind} ({verdict.target})"
+    judged, failed, machine = _chip_outputs(verdict, checked, chip, kind)
+    verdict.details["chip_correctness"] = judged or failed
+    if failed:
+        verdict.checks.append(CheckResult("chip_correctness", False, failed))
+        status = EvalStatus.CRASHED if machine else EvalStatus.INCORRECT
+        return verdict.done(status, failed, test=evolve(report, passed=False, message=failed))
+    for which, one in zip(("the task's inputs", "a fresh input set"), judged, strict=False):
+        if not one["ok"]:
+            why = wrong_reason(one, kind, which)
+            verdict.checks.append(CheckResult("chip_correctness", False, why, {"sets": judged}))
+            return verdict.done(EvalStatus.INCORRECT, why, test=evolve(report, passed=False, message=why))
+    verdict.checks.append(CheckResult("chip_correctness", True, right_line(judged, kind), {"sets": judged}))
+    return _timed(verdict, checked, chip, kind, f"{message}; {right_line(judged, kind)}", report)
+
+
+def _timed(verdict, checked: JobOutcome, chip, kind: str, message: str, report: TestReport) -> Evaluation:
     timed = checked.last("timing")
     if timed is None or not timed[0].get("ok"):
         bad = verdict._ended_badly(checked, "device worker")
@@ -94,43 +146,57 @@ def judge_on_chip(verdict, checked: JobOutcome, message: str, report: TestReport
         verdict.details["timing"] = f"not measured: timing on the {kind} failed: {why}"
         return verdict.done(EvalStatus.OK, message, test=report)  # verified, unmeasured: no speed is claimed
     header, trace = timed
-    if not header["repeat"]["ok"]:
-        why = ("the outputs of the timed full-size calls are wrong (a later call differs from the first: memory "
-               f"read before it was written?): {wrong_reason(header['repeat']['detail'], kind)}")
+    if header["calls_differ"]:
+        why = (f"{header['calls_differ']} of {header['calls_checked']} timed calls on the {kind} returned outputs "
+               "other than the program's first call on the same inputs: it reads memory it never wrote, or keeps "
+               "state across calls")
         verdict.checks.append(CheckResult("timing", False, why))
         return verdict.done(EvalStatus.INCORRECT, why, test=evolve(report, passed=False, message=why))
-    return verdict.done(EvalStatus.OK, message, test=report, profile=measured_profile(verdict, header, trace, kind))
+    profile = measured_profile(verdict, header, trace, chip, kind)
+    fraction = profile.roofline_fraction or 0.0
+    xla_fraction = verdict.details["timing"]["reference"]["achieved"].get("roofline_fraction") or 0.0
+    if fraction > IMPOSSIBLE_ROOFLINE and xla_fraction <= 1.0:
+        why = (f"measured at {fraction:.0%} of the {kind}'s roofline for the task's work (XLA's reference at "
+               f"{xla_fraction:.0%}): faster than the chip can do that work, so the work was not done")
+        verdict.checks.append(CheckResult("timing", False, why))
+        return verdict.done(EvalStatus.REJECTED, why, test=report)
+    return verdict.done(EvalStatus.OK, message, test=report, profile=profile)
 
 
-def measured_profile(verdict, header: dict[str, Any], trace, kind: str) -> Profile:
-    """The candidate's measured speed against XLA's, measured the same way, with what each achieves."""
+def measured_profile(verdict, header: dict[str, Any], trace, chip, kind: str) -> Profile:
+    """The candidate's measured speed against XLA's, measured the same way, with what each achieves. The cost
+    model's reading (bound, diagnosis) is kept beside it under its own name, never as the measurement's."""
     ref, est = verdict.ref, verdict.estimate
-    timing = {k: header.get(k) for k in ("median_s", "times_s", "wall_median_s", "runs", "warmup", "top_ops",
-                                         "wait_share")}
+    timing = {k: header.get(k) for k in ("median_s", "times_s", "wall_median_s", "runs", "warmup", "input_sets",
+                                         "top_ops", "wait_share", "calls_checked")}
     timing["xplane"] = keep_trace(verdict.cand.id, trace)
     flops, hbm = task_work(ref)
-    mine = achieved(flops, hbm, header["median_s"], (ref.xla or {}).get("chip") or {})
+    figures = (ref.xla or {}).get("chip") or {}
+    mine = achieved(flops, hbm, header["median_s"], figures)
     timing["achieved"] = mine
-    timing["reference"] = {**ref.chip.timing, "achieved": reference_achieved(ref), "xplane": ref.chip.trace}
+    timing["reference"] = {**chip.timing, "achieved": achieved(flops, hbm, chip.timing["median_s"], figures),
+                           "xplane": chip.trace}
     verdict.details["timing"] = timing
     verdict.checks.append(CheckResult("timing", True, f"median {header['median_s'] * 1e6:,.1f} us over "
                                       f"{header['runs']} calls on the {kind}"))
-    return Profile(verdict.cand.id, "device_trace", False, header["median_s"], ref.chip.timing["median_s"],
-                   est.bound if est is not None else "",
-                   tuple(verdict.platform.diagnose(est)) if est is not None else (),
-                   {**timing, "cost_model": verdict.details.get("cost_model")},
+    top = ", ".join(f"{name} {seconds * 1e6:,.1f} us" for name, seconds in (header.get("top_ops") or [])[:3])
+    diagnosis = (f"measured: the costliest ops per call are {top}; {header.get('wait_share', 0):.0%} of the "
+                 "device time is DMA or semaphore waits",
+                 *(f"(cost model) {line}" for line in (verdict.platform.diagnose(est) if est is not None else [])))
+    return Profile(verdict.cand.id, "device_trace", False, header["median_s"], chip.timing["median_s"], "",
+                   diagnosis, {**timing, "cost_model": verdict.details.get("cost_model")},
                    roofline_fraction=mine.get("roofline_fraction"),
                    arithmetic_intensity=(flops / hbm) if flops and hbm else None,
                    fits_memory=est.fits_vmem if est is not None else None,
-                   reference_note=reference_note(ref), chip=kind, reference_measured=True,
+                   reference_note=reference_note(chip), chip=kind, reference_measured=True,
                    reference_basis="XLA's own program of the task's reference, at the precision a user's jax.jit "
                                    "runs it,")
 
 
-def reference_note(ref) -> str:
+def reference_note(chip) -> str:
     """What XLA's measured time is of: its program at jax's default matmul precision, and how far that is from
     the highest-precision reference on the chip (an f32 task's XLA can be fast because it is inexact)."""
-    off = ref.chip.xla_vs_exact
+    off = chip.xla_vs_exact
     text = "XLA's reference ran at jax's default matmul precision, as a user's jax.jit runs it"
     if off.get("mismatched"):
         text += (f"; its output is off the highest-precision reference by {off['max_abs_error']:.3g}, "

@@ -62,17 +62,22 @@ def compare(reference: list[np.ndarray], got: list[np.ndarray], atol, rtol) -> t
 
 def distance(reference: list[np.ndarray], got: list[np.ndarray], atol, rtol) -> dict[str, Any]:
     """How far ``got`` is from ``reference`` over every output (unlike ``compare``, which stops at the first
-    failing one): the largest absolute error, and how many values are outside the tolerance (a value that is
-    NaN/Inf where the reference is finite counts as outside, at an infinite error)."""
-    if len(got) != len(reference) or any(g.shape != r.shape for g, r in zip(got, reference, strict=False)):
+    failing one): the largest absolute error, and how many values are outside the tolerance. A value that is
+    not finite where the reference is finite, or differs from a non-finite reference value (NaN where NaN, the
+    same infinity), counts as outside at an infinite error; a different count, shape or dtype of outputs is
+    ``mismatched == -1``."""
+    if len(got) != len(reference) or any(g.shape != r.shape or g.dtype != r.dtype
+                                         for g, r in zip(got, reference, strict=False)):
         return {"max_abs_error": float("inf"), "mismatched": -1, "size": 0}
     atols, rtols = _per_output(atol, len(reference)), _per_output(rtol, len(reference))
     worst, mismatched, size = 0.0, 0, 0
     for ref, out, a, r_tol in zip(reference, got, atols, rtols, strict=False):
         r, o = np.atleast_1d(ref.astype(np.float64)), np.atleast_1d(out.astype(np.float64))
         finite = np.isfinite(r)
-        err = np.where(finite, np.abs(o - r), np.where(np.isnan(r) == np.isnan(o), 0.0, np.inf))
-        err = np.where(finite & ~np.isfinite(o), np.inf, err)
+        with np.errstate(invalid="ignore"):
+            same_special = (np.isnan(r) & np.isnan(o)) | (~np.isnan(r) & (o == r))
+            err = np.where(finite, np.abs(o - r), np.where(same_special, 0.0, np.inf))
+        err = np.where(np.isnan(err), np.inf, err)
         mismatched += int((err > a + r_tol * np.where(finite, np.abs(r), 0.0)).sum())
         worst = max(worst, float(err.max()) if err.size else 0.0)
         size += int(r.size)

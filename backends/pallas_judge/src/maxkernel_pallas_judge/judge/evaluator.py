@@ -28,7 +28,6 @@ timeout; a dead worker -> crashed. The first failing check decides.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from pathlib import Path
 from typing import Any
@@ -39,27 +38,12 @@ from maxkernel_core import Candidate, Evaluation, Fit, Task, TaskError
 
 from ..sandbox.pool import JobOutcome, Limits, WorkerPool
 from .platform import Platform, load_platform
-from .traces import keep_trace
+from .chip_host import ChipHolder, ChipReference
 from .verdict import Verdict, crash_reason
 
 #: A task without its own small size is checked on CPU at full size while one input set (every input of one
 #: call) is at most this; above it, at a derived small size (judge/small_size.py), or not at all: unverified.
 FULL_SIZE_CPU_INPUT_BYTES = 16 << 20
-
-
-@frozen
-class ChipReference:
-    """The reference held on the chip by the device worker: XLA's measured time there, and what to send again
-    should the worker restart (the full-size inputs and the two exported reference programs)."""
-
-    key: str
-    device_kind: str
-    timing: dict[str, Any]
-    #: XLA's default-precision outputs against the highest-precision reference's, on the chip
-    xla_vs_exact: dict[str, Any]
-    trace: str | None = None
-    payload: list[np.ndarray] = field(factory=list, eq=False, repr=False)
-    n_inputs: int = 0
 
 
 @frozen
@@ -135,6 +119,7 @@ class Evaluator:
         self.reference_timeout_s = reference_timeout_s
         self.reference_compile_timeout_s = reference_compile_timeout_s
         self.pool = WorkerPool(self.limits, spares=spares)
+        self.chip = ChipHolder(self.pool, self.platform, reference_timeout_s)
         self._references: dict[tuple, ReferenceData] = {}
         self._lock = threading.Lock()
 
@@ -149,6 +134,9 @@ class Evaluator:
         if not self.pool.on_device:
             return False, f"not measured: no {label} attached (the cost model gives estimates)"
         attached = self.platform.attached_target()
+        if self.platform.found().busy and attached is None:
+            return False, (f"not measured: the {label} is held by another process (one process at a time can "
+                           "hold it): the cost model gives estimates")
         if attached != target:
             chip = self.platform.found().kind or label
             return False, (f"not measured: the attached {label} is {chip} ({attached or 'a chip not modelled'}), "
@@ -188,63 +176,27 @@ class Evaluator:
             inputs.append(arrays[:n])
             outputs.append(arrays[n:])
         chip = None
-        payload = outcome.last("device_payload")
+        payload = outcome.last("device_payload") or outcome.last("device_payload_error")
         if measure and payload is not None:
-            chip, chip_note = self._hold_on_chip(task, key, payload, target)
+            chip, chip_note = self.chip.hold(task, key, payload)
         data = ReferenceData(header["full_shapes"], header["static_full"], header["work"], header.get("flops"),
                              sets, inputs, outputs, header.get("platform", "cpu"), header.get("note", ""),
                              chip, chip_note, header.get("xla"), header["program_work"], header["check_sizes"],
                              target, header.get("signature", ""), self.platform)
         with self._lock:
-            if chip is not None:  # the parent keeps one task's full-size inputs, as the chip holds one task's
-                for other in self._references.values():
-                    if other.chip is not None:
-                        other.chip.payload.clear()
             self._references[key] = data
         return data
 
-    def _hold_on_chip(self, task: Task, key: tuple, payload, target: str) -> tuple[ChipReference | None, str]:
-        """Put the reference on the chip and time XLA's program there; (None, why) when it cannot run there
-        (over the chip's memory, say): the task is then judged as on a host without the chip."""
-        header, arrays = payload
-        chip_key = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
-        outcome = self._run_reference_on_chip(task, chip_key, arrays, int(header["n_inputs"]))
-        done = outcome.last("device_reference")
-        if outcome.status != "done" or done is None:
-            error = outcome.last("error")
-            why = error[0]["message"] if error else crash_reason(outcome, self.limits)
-            return None, f"not measured: XLA's reference did not run on the {self.platform.label}: {why[:300]}"
-        head, trace = done
-        kept = keep_trace(f"reference-{task.id}-{chip_key}", trace)
-        return ChipReference(chip_key, head["device_kind"], head["timing"], head["xla_vs_exact"], kept,
-                             list(arrays), int(header["n_inputs"])), ""
+    def check_on_chip(self, task: Task, ref: ReferenceData, program: np.ndarray):
+        """Run a checked candidate's full-size device program on the chip (``chip_host``): (what came back,
+        the chip's reference it ran against, rebuilt when the parent had let this task's inputs go)."""
 
-    def _run_reference_on_chip(self, task: Task, chip_key: str, arrays, n_inputs: int) -> JobOutcome:
-        job = {"kind": "device_reference", "platform": self.platform.spec, "key": chip_key, "n_inputs": n_inputs,
-               "atol": task.atol, "rtol": task.rtol}
-        return self.pool.run_device(job, list(arrays), timeout=self.reference_timeout_s)
-
-    def check_on_chip(self, task: Task, ref: ReferenceData, program: np.ndarray) -> JobOutcome:
-        """Run a checked candidate's full-size device program on the chip: correctness against XLA's outputs
-        there, then its device time. A device worker that restarted holds nothing: the reference is sent again."""
-        chip = ref.chip
-        job = {"kind": "device_check", "platform": self.platform.spec, "key": chip.key, "atol": task.atol,
-               "rtol": task.rtol}
-        outcome = self.pool.run_device(job, [program])
-        if outcome.last("need_reference") is None:
-            return outcome
-        if chip.payload:
-            held = self._run_reference_on_chip(task, chip.key, chip.payload, chip.n_inputs)
-            if held.status != "done" or held.last("device_reference") is None:
-                return held
-        else:  # another task's reference took the chip and this one's inputs were let go: build them again
+        def rebuild():
             with self._lock:
                 self._references = {k: v for k, v in self._references.items() if v is not ref}
-            fresh = self.reference(task, ref.target)
-            if fresh.chip is None:
-                return JobOutcome("crashed", log_tail=fresh.chip_note)
-            job["key"] = fresh.chip.key
-        return self.pool.run_device(job, [program])
+            return self.reference(task, ref.target).chip
+
+        return self.chip.check(task, ref.chip, program, rebuild)
 
     # --- a candidate --------------------------------------------------------------
 

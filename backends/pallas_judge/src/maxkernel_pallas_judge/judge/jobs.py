@@ -168,13 +168,19 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
 
 def _device_payload(fn, module, meta, shapes, static_full, target: str, platform: Platform, emit: Emit,
                     stage: Callable[[str], None]) -> None:
-    """What the device worker needs to hold the reference on the chip, made here on the CPU: the full-size
+    """What the device worker needs to hold the reference on the chip, made here on the CPU: the task's full-size
     inputs, XLA's program of the reference as a user's ``jax.jit`` runs it, and the same program at the highest
-    matmul precision (the arbiter when a kernel and XLA disagree)."""
+    matmul precision (the arbiter when a kernel and XLA disagree). (Each candidate is also checked on a set the
+    device worker draws for it alone: ``device_job._fresh_set``.) A failure here costs the measurement, never
+    the task: it is reported, and the task is judged as on a host without the chip."""
     stage("the reference's programs for the chip")
-    (dyn, _static), *_ = task_inputs.call_inputs(module, meta, size="full", seed=None)
-    xla = platform.export(_trace(fn, shapes, static_full), target)
-    with jax.default_matmul_precision("highest"):
-        exact = platform.export(_trace(fn, shapes, static_full), target)
+    try:
+        (own, _static), *_ = task_inputs.call_inputs(module, meta, size="full", seed=None)
+        xla = platform.export(_trace(fn, shapes, static_full), target)
+        with jax.default_matmul_precision("highest"):
+            exact = platform.export(_trace(fn, shapes, static_full), target)
+    except Exception as exc:  # e.g. inputs over this worker's memory limit
+        emit({"type": "device_payload_error", "message": f"{type(exc).__name__}: {exc}"[:500]})
+        return
     blobs = [np.frombuffer(b, dtype=np.uint8) for b in (xla, exact)]
-    emit({"type": "device_payload", "n_inputs": len(dyn)}, [*(np.asarray(a) for a in dyn), *blobs])
+    emit({"type": "device_payload", "n_inputs": len(own)}, [*(np.asarray(a) for a in own), *blobs])

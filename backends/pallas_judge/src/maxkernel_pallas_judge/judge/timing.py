@@ -1,22 +1,27 @@
 """Device time on the chip, from one profiler trace of back-to-back calls (never from host clocks a program
 could touch).
 
-After ``warmup`` calls (compile, first-touch allocation), ``runs`` calls are captured in one ``jax.profiler``
-trace; the timer waits for each call and sleeps ``GAP_S`` before the next, so the chip is idle longest
-between calls and the trace splits into them (``xplane.per_call_ps``). A call's device time is the union of
-its device events; the figure is their median. One trace rather than one per call: starting and stopping the
-profiler costs about a second, which ten traces a candidate would pay ten times. A trace with no device
-events is an error, not a zero: it means no program ran. The trace is kept (its ``.xplane.pb`` bytes go back to
-the parent, which stores it with the run) so a user can open it in XProf or TensorBoard.
+After warm-up calls (compile, first-touch allocation), the timed calls are captured in one ``jax.profiler``
+trace. The timer waits for each call and sleeps ``GAP_S`` before the next, so the chip is idle longest between
+calls and the trace splits into them (``xplane.per_call_ps``); a call's device time is its span, from its first
+device event to its last (idle time inside a call counts: a program that waits on the host pays for it), and
+the figure is the median. The calls alternate between the input sets given, and how many warm-up and timed calls
+there are is drawn per measurement, so a program cannot count calls to know which is checked. One trace rather
+than one per call: starting and stopping the profiler costs about a second. A trace with no device events is an
+error, not a zero. The trace's bytes go back to the parent, which stores them (XProf, TensorBoard); the
+folder it was written to is fresh for each measurement and removed after.
 
-The same wall-clock span is measured around each call too (``wall_s``): it is reported beside the device time,
-never instead of it.
+The wall-clock span around each call is measured too (``wall_median_s``), reported beside the device time, never
+instead of it.
 """
 
 from __future__ import annotations
 
 import re
+import secrets
+import shutil
 import statistics
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -30,30 +35,57 @@ from ..profiling import xplane
 WAITING = re.compile(r"dma|wait|sync|semaphore|barrier", re.IGNORECASE)
 #: Host sleep between timed calls: an idle stretch on the chip far longer than any gap inside one call.
 GAP_S = 0.002
-WARMUP = 3
-RUNS = 10
+#: Warm-up and timed calls are drawn from these ranges for each measurement.
+WARMUP = (2, 4)
+RUNS = (8, 12)
+#: Outputs of timed calls kept on the chip to check after the trace, at most this many bytes together.
+KEEP_BYTES = 2 << 30
 
 
-def time_on_device(fn, args, *, trace_root: Path, warmup: int = WARMUP, runs: int = RUNS,
-                   plane_prefix: str = "/device:", line_filter=None) -> tuple[dict[str, Any], Any]:
-    """Median device seconds of ``runs`` calls after ``warmup``, the top ops and wait share over them, the
-    wall-clock median beside it, and the last call's outputs."""
+def _draw(span: tuple[int, int]) -> int:
+    return span[0] + secrets.randbelow(span[1] - span[0] + 1)
+
+
+def _nbytes(out: Any) -> int:
+    return sum(int(x.size) * x.dtype.itemsize for x in jax.tree_util.tree_leaves(out))
+
+
+def time_on_device(fn, input_sets: list[list[Any]], *, trace_root: Path, plane_prefix: str = "/device:",
+                   line_filter=None, warmup: int | None = None, runs: int | None = None) -> tuple[dict[str, Any], list]:
+    """Median device seconds of the timed calls, the top ops and wait share over them, the wall-clock median
+    beside it, the trace's bytes; and the outputs of the timed calls kept for checking, as (set index, outputs)."""
     jitted = jax.jit(fn)
+    warmup, runs = warmup or _draw(WARMUP), runs or _draw(RUNS)
     out = None
-    for _ in range(warmup):
-        out = jax.block_until_ready(jitted(*args))
-    wall = []
+    for i in range(warmup):
+        out = jax.block_until_ready(jitted(*input_sets[i % len(input_sets)]))
+    size = _nbytes(out)
+    keep_every = size * runs <= KEEP_BYTES
+    chosen = set(range(runs)) if keep_every else set(secrets.SystemRandom().sample(
+        range(runs), max(2, min(runs, KEEP_BYTES // max(size, 1)))))
+    kept, wall = [], []
     trace_root.mkdir(parents=True, exist_ok=True)
-    with jax.profiler.trace(str(trace_root)):
-        for _ in range(runs):
-            time.sleep(GAP_S)
-            start = time.perf_counter()
-            out = jax.block_until_ready(jitted(*args))
-            wall.append(time.perf_counter() - start)
-    found = xplane.matching_events(trace_root, plane_prefix=plane_prefix, line_filter=line_filter)
+    folder = Path(tempfile.mkdtemp(prefix="trace-", dir=trace_root))
+    try:
+        with jax.profiler.trace(str(folder)):
+            for i in range(runs):
+                which = i % len(input_sets)
+                time.sleep(GAP_S)
+                start = time.perf_counter()
+                out = jax.block_until_ready(jitted(*input_sets[which]))
+                wall.append(time.perf_counter() - start)
+                if i in chosen:
+                    kept.append((which, out))
+        files = xplane.find_xplane_files(folder)
+        if len(files) != 1:
+            raise xplane.TraceError(f"the profiler wrote {len(files)} trace files for one measurement")
+        found = xplane.matching_events(files[0], plane_prefix=plane_prefix, line_filter=line_filter)
+        trace = files[0].read_bytes()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     if xplane.union_duration_ps(found) == 0:
         raise xplane.TraceError(f"no device code ran in the trace: no event with a duration on planes starting "
-                                f"with {plane_prefix!r} under {trace_root}")
+                                f"with {plane_prefix!r}")
     per_call = xplane.per_call_ps(found, runs)
     total = sum(per_call)
     waiting = xplane.union_duration_ps(e for e in found if WAITING.search(e.name))
@@ -63,10 +95,11 @@ def time_on_device(fn, args, *, trace_root: Path, warmup: int = WARMUP, runs: in
         "wall_median_s": statistics.median(wall),
         "runs": runs,
         "warmup": warmup,
+        "input_sets": len(input_sets),
         "top_ops": [(name, ps / runs / 1e12) for name, ps in _top(found, 8)],
         "wait_share": waiting / total if total else 0.0,
-        "trace_file": str(xplane.find_xplane_files(trace_root)[0]),
-    }, out
+        "trace": trace,
+    }, kept
 
 
 def _top(found: list[xplane.TraceEvent], n: int) -> list[tuple[str, int]]:

@@ -153,8 +153,9 @@ class Verdict:
         bad = self._ended_badly(traced, "tracer")
         if bad is not None:
             return bad
-        if len(traced.all("program")) != 1 + len(self.ref.check_sizes):
-            return self.done(EvalStatus.CRASHED, "the tracer exported no program for every size")
+        if not _well_formed(traced.all("program"), len(self.ref.check_sizes)):
+            return self.done(EvalStatus.CRASHED, "the tracer did not export exactly one program for every size "
+                             "(the full size, then each check size with its CPU program)")
         checked = self.evaluator.check(self.task, self.target, self.ref, traced)
         return self._after_check(traced, checked)
 
@@ -294,10 +295,23 @@ class Verdict:
             return self.done(EvalStatus.OK, msg, test=report, profile=profile)
         from .chip_verdict import judge_on_chip
 
-        program = next(payload[0] for header, payload in traced.all("program") if header["size"] == 0)
-        checked = self.evaluator.check_on_chip(self.task, ref, program)
+        canonical = self.outcome.last("canonical")  # the program the checker proved and compiled, as it read it
+        if canonical is None:
+            return self._ended_badly(self.outcome, "checker") or self.done(
+                EvalStatus.CRASHED, "the checker returned no full-size program for the chip")
+        checked, chip = self.evaluator.check_on_chip(self.task, ref, canonical[1][0])
         self.outcome = checked
-        return judge_on_chip(self, checked, msg, report)
+        return judge_on_chip(self, checked, chip, msg, report)
+
+
+def _well_formed(programs: list, check_sizes: int) -> bool:
+    """Exactly one program per size, 0 (the full size: the device program alone) to ``check_sizes`` (each with
+    its CPU program): the tracer writes these messages, and the checker and the chip must read the same ones."""
+    sizes = sorted(header.get("size") for header, _ in programs if isinstance(header.get("size"), int))
+    if sizes != list(range(check_sizes + 1)) or len(programs) != check_sizes + 1:
+        return False
+    return all(bool(header.get("cpu")) == (header["size"] > 0) and len(payload) == (2 if header["size"] else 1)
+               for header, payload in programs)
 
 
 def _hint(err: dict[str, Any]) -> str:

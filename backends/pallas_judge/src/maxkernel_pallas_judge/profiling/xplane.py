@@ -46,6 +46,8 @@ __all__ = [
 
 NameFilter = Callable[[str], bool]
 
+#: The gaps that part calls must be this many times longer than any gap inside a call.
+PARTING = 1.5
 #: Stats that say what an event ran; the others (thread ids, source files) are noise here.
 NAMING_STATS = ("hlo_op", "hlo_module", "long_name", "tf_op")
 
@@ -158,19 +160,26 @@ def _intervals(trace_events: Iterable[TraceEvent]) -> list[tuple[int, int]]:
 
 
 def per_call_ps(trace_events: Iterable[TraceEvent], calls: int) -> list[int]:
-    """Busy time of each of ``calls`` back-to-back calls captured in one trace.
+    """Device time of each of ``calls`` back-to-back calls captured in one trace: its span, from its first
+    event to its last (idle time inside a call counts).
 
     The timer waits for each call and sleeps between calls, so the device is idle longest between
-    them: the ``calls - 1`` longest idle gaps split the busy intervals into the calls, and each call's time is
-    the union of its events. Raises when the trace holds fewer separate busy intervals than calls.
+    them: the ``calls - 1`` longest idle gaps split the busy intervals into the calls. Raises when the trace holds
+    fewer separate busy intervals than calls, or when a call's span is not shorter than the gaps that part it
+    from its neighbours (the split would then be a guess).
     """
     intervals = [iv for iv in _intervals(trace_events) if iv[1] > iv[0]]
     if len(intervals) < calls:
         raise TraceError(f"the trace shows {len(intervals)} separate stretches of device work for {calls} calls")
-    gaps = sorted(range(1, len(intervals)), key=lambda i: intervals[i][0] - intervals[i - 1][1], reverse=True)
-    cuts = sorted(gaps[:calls - 1])
+    gap = [intervals[i][0] - intervals[i - 1][1] for i in range(1, len(intervals))]
+    cuts = sorted(sorted(range(1, len(intervals)), key=lambda i: gap[i - 1], reverse=True)[:calls - 1])
     bounds = [0, *cuts, len(intervals)]
-    return [sum(b - a for a, b in intervals[lo:hi]) for lo, hi in zip(bounds, bounds[1:], strict=False)]
+    spans = [intervals[hi - 1][1] - intervals[lo][0] for lo, hi in zip(bounds, bounds[1:], strict=False)]
+    inner = [gap[i - 1] for lo, hi in zip(bounds, bounds[1:], strict=False) for i in range(lo + 1, hi)]
+    parting = [gap[c - 1] for c in cuts]
+    if parting and inner and max(inner) * PARTING >= min(parting):
+        raise TraceError("the calls in the trace are not parted by the longest idle gaps: no split to trust")
+    return spans
 
 
 def matching_events(trace_dir: Path | str, *, plane_prefix: str = "/device:",

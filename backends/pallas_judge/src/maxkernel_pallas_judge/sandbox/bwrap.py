@@ -40,7 +40,7 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "
 CPU_FACTS = ("/sys/devices/system/cpu",)
 #: What the fallback leaves open, said once to the user and kept in docs/evaluation.md.
 FALLBACK_GAPS = ("no PID or mount namespace: a daemon a candidate starts can outlive its evaluation and read or "
-                 "write any file this user can")
+                 "write any file this user can, and on a host with a chip reach the chip's device files")
 INSTALL_HINT = "install bubblewrap (apt-get install bubblewrap, or `make`)"
 
 

@@ -61,6 +61,8 @@ from . import bwrap, protocol
 ENV_ALLOW = re.compile(r"^(PATH|LANG|LC_\w+|TZ|PYTHONPATH|JAX_\w+|XLA_\w+|TPU_\w+|LIBTPU_\w+|ML_DTYPES_\w+|"
                        r"OPENBLAS_\w+|OMP_NUM_THREADS|MKL_\w+)$")
 LOG_TAIL = 4000
+#: The device worker is replaced after this many jobs (what it parsed and ran does not outlive them).
+DEVICE_JOBS = 200
 
 
 @frozen
@@ -164,15 +166,16 @@ class Worker:
             env["ALLOW_MULTIPLE_LIBTPU_LOAD"] = "1"
         cpu_s = limits.cpu_s or int(limits.timeout_s * max(os.cpu_count() or 1, 1)) + 30
         # The device worker runs no candidate Python, and a TPU runtime maps far more address space than any
-        # limit a CPU worker gets: its memory is the chip's, bounded by the chip.
-        memory_mb = 0 if on_device else limits.memory_mb
+        # limit a CPU worker gets: its memory is the chip's, bounded by the chip. It lives across many jobs, so a
+        # CPU-time limit would end it for the sum of them; each job's wall-clock limit still holds.
+        memory_mb, cpu_s = (0, 0) if on_device else (limits.memory_mb, cpu_s)
         argv = [sys.executable, "-m", "maxkernel_pallas_judge.sandbox.worker", str(job_r), str(res_w),
                 str(memory_mb), str(cpu_s), limits.platform]
         if self.sandbox == "bwrap":
             env["MAXKERNEL_SANDBOX"] = "bwrap"
             devices = tuple(_platform(limits).device_paths()) if on_device else ()
             argv = bwrap.command(argv, self.scratch, devices=devices, ro_paths=ro_paths)
-        with open(self.log_path, "wb") as log:
+        with open(self.log_path, "ab") as log:  # appending: a kept worker's log is emptied between its jobs
             self.proc = spawn(lambda: subprocess.Popen(
                 argv, close_fds=True,
                 pass_fds=(job_r, res_w), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -186,6 +189,7 @@ class Worker:
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         self.ready: dict[str, Any] | None = None
+        self.jobs = 0
 
     def _read(self) -> None:
         try:
@@ -213,6 +217,10 @@ class Worker:
         return True
 
     def run(self, job: dict[str, Any], arrays: list[np.ndarray], timeout: float) -> JobOutcome:
+        if self.on_device:  # a kept worker's log tail must show this job alone
+            with contextlib.suppress(OSError):
+                os.truncate(self.log_path, 0)
+        self.jobs += 1
         start = time.monotonic()
         deadline = start + timeout
         outcome = JobOutcome("crashed")
@@ -370,7 +378,7 @@ class WorkerPool:
                     self._device = worker = Worker(self.limits, on_device=True)
             outcome = worker.run({**job, "scratch": str(worker.scratch)}, list(arrays), timeout or self.limits.timeout_s)
             outcome.sandbox = worker.sandbox
-            if outcome.status != "done":
+            if outcome.status != "done" or worker.jobs >= DEVICE_JOBS:
                 with self._lock:
                     worker.close()
                     self._device = None

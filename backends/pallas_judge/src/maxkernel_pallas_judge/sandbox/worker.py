@@ -33,7 +33,8 @@ def set_limits(memory_mb: int, cpu_s: int) -> None:
     if memory_mb > 0:
         limit = memory_mb << 20
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
+    if cpu_s > 0:  # 0: the device worker, kept across jobs (each job's wall-clock limit holds)
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 30, 1 << 30))  # no filling the disk
 
@@ -101,7 +102,10 @@ def main(argv: list[str]) -> None:
         except MemoryError:
             emit({"type": "error", "kind": "memory", "message": f"ran out of memory (limit {memory_mb} MiB)"})
         except BaseException as exc:  # report, then let the parent decide; SystemExit included
-            emit({"type": "error", "kind": type(exc).__name__, "message": str(exc)[:1500]})
+            import traceback
+
+            emit({"type": "error", "kind": type(exc).__name__, "message": str(exc)[:1500],
+                  "traceback": "".join(traceback.format_exception(exc, limit=-6))[-3000:]})
         emit({"type": "done"})
         if kind == "trace":
             os._exit(0)  # one candidate per process; the parent kills the group anyway

@@ -154,7 +154,7 @@ def time_suite(trace_root, log=print) -> dict[str, float]:
     measured = {}
     for bench in SUITE:
         fn, _ = bench.build()
-        timing, _ = time_on_device(fn, bench.inputs(), trace_root=trace_root / bench.name)
+        timing, _ = time_on_device(fn, [bench.inputs()], trace_root=trace_root / bench.name)
         measured[bench.name] = timing["median_s"]
         log(f"  {bench.name}: {timing['median_s'] * 1e6:,.1f} us (device, median of {timing['runs']})")
     return measured
