@@ -110,11 +110,7 @@ def _geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
-def report(args) -> int:
-    from maxkernel_core.bench.metrics import spearman
-
-    lines = [json.loads(line) for line in args.results.read_text().splitlines() if line.strip()]
-    both = [r for r in lines if r.get("speedup") and r.get("estimated_speedup") and r["status"] == "ok"]
+def _table(lines: list[dict]) -> None:
     print(f"{'task':40s} {'class':22s} {'measured':>9s} {'estimated':>9s} {'kernel est/meas':>15s}")
     for r in sorted(lines, key=lambda r: r["task"]):
         meas = f"{r['speedup']:.2f}x" if r.get("speedup") else r["status"]
@@ -122,18 +118,10 @@ def report(args) -> int:
         ratio = (f"{r['estimated_seconds'] / r['seconds']:.2f}" if r.get("estimated_seconds") and r.get("seconds")
                  else "-")
         print(f"{r['task']:40s} {r['class']:22s} {meas:>9s} {est:>9s} {ratio:>15s}")
-    if not both:
-        print("no task has both a measured and an estimated speedup")
-        return 0
-    chips = sorted({r["chip"] for r in both})
-    rho = spearman([r["estimated_speedup"] for r in both], [r["speedup"] for r in both])
-    kernel_ratio = statistics.median(r["estimated_seconds"] / r["seconds"] for r in both)
-    print(f"\n{len(both)} tasks measured on {', '.join(chips)} (jax {both[0]['jax']}, {both[0]['date']})")
-    print(f"geometric mean vs XLA: {_geomean(r['speedup'] for r in both):.2f}x measured, "
-          f"{_geomean(r['estimated_speedup'] for r in both):.2f}x estimated; faster than XLA on "
-          f"{sum(r['speedup'] > 1 for r in both)} of {len(both)} measured "
-          f"({sum(r['estimated_speedup'] > 1 for r in both)} estimated); direction right on "
-          f"{sum((r['speedup'] > 1) == (r['estimated_speedup'] > 1) for r in both)}")
+
+
+def _classes(both: list[dict]) -> float:
+    """Per-class geometric means; the worst class's estimate/measured factor."""
     worst = 1.0
     for name in sorted({r["class"] for r in both}):
         members = [r for r in both if r["class"] == name]
@@ -141,20 +129,49 @@ def report(args) -> int:
         worst = max(worst, off, 1 / off)
         print(f"  {name:22s} {len(members):3d} tasks: measured {_geomean(r['speedup'] for r in members):.2f}x, "
               f"estimated {_geomean(r['estimated_speedup'] for r in members):.2f}x (estimate/measured {off:.2f})")
+    return worst
+
+
+def _targets(both: list[dict], worst: float) -> None:
+    from maxkernel_core.bench.metrics import spearman
+
+    rho = spearman([r["estimated_speedup"] for r in both], [r["speedup"] for r in both])
+    kernel_ratio = statistics.median(r["estimated_seconds"] / r["seconds"] for r in both)
     verdict = {True: "PASS", False: "MISS"}
-    print(f"rank correlation of estimated vs measured speedups: {rho:.2f} (target >= {TARGET_SPEARMAN}: "
+    rho_text = f"{rho:.2f}" if rho is not None else "-"
+    print(f"rank correlation of estimated vs measured speedups: {rho_text} (target >= {TARGET_SPEARMAN}: "
           f"{verdict[rho is not None and rho >= TARGET_SPEARMAN]})")
     print(f"kernel time estimate/measured, median: {kernel_ratio:.2f} (target {TARGET_MEDIAN[0]}-{TARGET_MEDIAN[1]}: "
           f"{verdict[TARGET_MEDIAN[0] <= kernel_ratio <= TARGET_MEDIAN[1]]})")
     print(f"worst class off by {worst:.2f}x (target <= {TARGET_CLASS}x: {verdict[worst <= TARGET_CLASS]})")
-    failed = [r for r in lines if r["status"] != "ok"]
-    for r in failed:
-        who = (r.get("chip_correctness") or {}).get("farther")
-        print(f"  not ok: {r['task']}: {r['status']}" + (f" (the {who} is farther from the high-precision "
-                                                          "reference)" if who else "") + f": {r['reason'][:160]}")
-    unmeasured = [r for r in lines if r["status"] == "ok" and not r.get("measured")]
-    for r in unmeasured:
-        print(f"  ok but not measured: {r['task']}: {r.get('not_measured')}")
+
+
+def _failures(lines: list[dict]) -> None:
+    for r in lines:
+        if r["status"] != "ok":
+            who = (r.get("chip_correctness") or {}).get("farther") if isinstance(r.get("chip_correctness"), dict) else None
+            print(f"  not ok: {r['task']}: {r['status']}" + (f" (the {who} is farther from the high-precision "
+                                                              "reference)" if who else "") + f": {r['reason'][:160]}")
+        elif not r.get("measured"):
+            print(f"  ok but not measured: {r['task']}: {r.get('not_measured')}")
+
+
+def report(args) -> int:
+    lines = [json.loads(line) for line in args.results.read_text().splitlines() if line.strip()]
+    both = [r for r in lines if r.get("speedup") and r.get("estimated_speedup") and r["status"] == "ok"]
+    _table(lines)
+    if not both:
+        print("no task has both a measured and an estimated speedup")
+        return 0
+    print(f"\n{len(both)} tasks measured on {', '.join(sorted({r['chip'] for r in both}))} (jax {both[0]['jax']}, "
+          f"{both[0]['date']})")
+    print(f"geometric mean vs XLA: {_geomean(r['speedup'] for r in both):.2f}x measured, "
+          f"{_geomean(r['estimated_speedup'] for r in both):.2f}x estimated; faster than XLA on "
+          f"{sum(r['speedup'] > 1 for r in both)} of {len(both)} measured "
+          f"({sum(r['estimated_speedup'] > 1 for r in both)} estimated); direction right on "
+          f"{sum((r['speedup'] > 1) == (r['estimated_speedup'] > 1) for r in both)}")
+    _targets(both, _classes(both))
+    _failures(lines)
     return 0
 
 

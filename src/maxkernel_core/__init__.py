@@ -35,6 +35,7 @@ from .interfaces import (
 )
 from .plugins import get_plugin_manager
 from .records import (
+    Achieved,
     Attempt,
     Candidate,
     CheckResult,
@@ -62,7 +63,7 @@ from .serialize import from_json, to_json
 __version__ = "0.1.0"
 
 __all__ = [
-    "Attempt", "Backend", "Candidate", "CandidateFailed", "CheckResult", "CompileError", "ConfigError", "Decline",
+    "Achieved", "Attempt", "Backend", "Candidate", "CandidateFailed", "CheckResult", "CompileError", "ConfigError", "Decline",
     "EvalStatus", "Evaluation", "HostCheck", "Fit", "Move", "Parameter", "ParameterSpace", "Executor", "ExecutorError", "LLMMessage", "LLMProvider", "LLMRequest", "LLMResponse", "MaxKernelError", "Plan",
     "PluginError", "Profile", "Provenance", "ProviderError", "Readiness", "RunConfig", "SearchEdge", "Speed",
     "SearchNode", "SettingsSection", "StoreError", "Strategy", "Task", "TaskError", "TaskRef", "TaskSuite", "TestReport",

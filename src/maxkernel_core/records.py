@@ -244,6 +244,8 @@ class Profile:
     reference_measured: bool | None = None
     #: how wrong the model has been against measurements on this chip, in a clause (estimates only)
     accuracy: str = ""
+    #: what a measured time achieves for the task's work (measurements only)
+    achieved: Achieved | None = None
 
     @property
     def speedup(self) -> float | None:
@@ -256,6 +258,18 @@ class Profile:
         return Speed(self.seconds or 0.0, not self.estimated, self.chip, self.source, self.reference_seconds,
                      (not self.estimated) if self.reference_measured is None else self.reference_measured,
                      self.reference_basis, self.reference_note, self.estimate_basis, self.accuracy)
+
+
+@record
+@frozen
+class Achieved:
+    """What a measured time achieves for the task's work: its TFLOP/s, the HBM GB/s of at least its inputs and
+    outputs once, and the share of the chip's roofline (its floor for that work over the time; above 1, the
+    time is shorter than the chip allows)."""
+
+    tflops: float | None = None
+    hbm_gbs: float | None = None
+    roofline_fraction: float | None = None
 
 
 @record

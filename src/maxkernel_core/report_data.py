@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from .speed import speed_sentence, versus
+from .speed import achieved_words, speed_sentence, versus
 from .serialize import to_json
 
 
@@ -28,6 +28,8 @@ def candidate_rows(evaluations, candidates: dict[str, Any]) -> list[dict[str, An
             # the ratio in the one wording every report uses: its kinds, and "slower" under 1x
             "vs_xla": versus(e.profile) if e.profile else "",
             "chip": e.profile.chip if e.profile else "",
+            # what a measured time achieves: TFLOP/s, HBM GB/s, share of the chip's roofline ("" for estimates)
+            "achieved": achieved_words(e.profile.achieved) if e.profile and e.profile.achieved else "",
             # which sandbox judged it, as the backend names it (e.g. "bwrap" or "fallback")
             "sandbox": e.sandbox or None,
             # "run/candidate" whose verdict this is when identical code was judged before (not re-judged)

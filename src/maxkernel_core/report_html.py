@@ -44,6 +44,8 @@ def _row(i: int, r: dict[str, Any], best: str | None) -> str:
     us = f"{r['seconds'] * 1e6:,.1f}" if r["seconds"] and r["status"] == "ok" else ""
     kind = "" if not us or r["estimated"] is None else ("estimate" if r["estimated"] else "measured")
     speedup = e(r.get("vs_xla") or "") if us else ""
+    if us and r.get("achieved"):
+        speedup += f"<br><small>{e(r['achieved'])}</small>"
     cls = ' class="best"' if r["candidate"] == best else ""
     params = " ".join(f"{k}={json.dumps(v)}" for k, v in sorted((r.get("parameters") or {}).items()))
     reused = f"<br><i>verdict of {e(r['reused_from'])}</i>" if r.get("reused_from") else ""

@@ -8,7 +8,7 @@ speedup.
 
 from __future__ import annotations
 
-from .records import Profile, Speed
+from .records import Achieved, Profile, Speed
 
 DEFAULT_REFERENCE = "XLA's own compilation of the task's reference"
 
@@ -100,13 +100,15 @@ def rank(figure: Profile | Speed | None) -> tuple[int, float]:
     return (0 if speed.measured else 1, speed.seconds)
 
 
-def achieved_words(achieved: dict) -> str:
-    """"152.3 TFLOP/s, 410 GB/s of HBM, 77% of the roofline": what a measured time achieves for the task's work."""
+def achieved_words(achieved: Achieved | None) -> str:
+    """"152.3 TFLOP/s, at least 410 GB/s of HBM, 77% of the roofline": what a measured time achieves."""
+    if achieved is None:
+        return "-"
     parts = []
-    if achieved.get("tflops") is not None:
-        parts.append(f"{achieved['tflops']:,.1f} TFLOP/s")
-    if achieved.get("hbm_gbs") is not None:  # the task's inputs and outputs once: the traffic is at least that
-        parts.append(f"at least {achieved['hbm_gbs']:,.0f} GB/s of HBM")
-    if achieved.get("roofline_fraction") is not None:
-        parts.append(f"{achieved['roofline_fraction']:.0%} of the roofline")
+    if achieved.tflops is not None:
+        parts.append(f"{achieved.tflops:,.1f} TFLOP/s")
+    if achieved.hbm_gbs is not None:  # the task's inputs and outputs once: the traffic is at least that
+        parts.append(f"at least {achieved.hbm_gbs:,.0f} GB/s of HBM")
+    if achieved.roofline_fraction is not None:
+        parts.append(f"{achieved.roofline_fraction:.0%} of the roofline")
     return ", ".join(parts) or "-"

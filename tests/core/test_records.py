@@ -8,7 +8,7 @@ from maxkernel_core.interfaces import LLMMessage, LLMRequest, LLMResponse
 from maxkernel_core.records import (
     Attempt, Candidate, CheckResult, CompileError, Decline, EvalStatus, Evaluation, Fit, Move, Parameter,
     ParameterSpace, Plan, Profile, Provenance, RunConfig, SearchEdge, SearchNode, Speed, Task, TestReport,
-    TunedConfig,
+    TunedConfig, Achieved,
 )
 from maxkernel_core.serialize import from_json, to_json
 from maxkernel_core.session import RunResult
@@ -40,6 +40,7 @@ SAMPLES = [
     TunedConfig({"signature": "abc", "target": "v5e"}, "t1", "x = 1\n", {"BLOCK_M": 256}, 1e-6, True, 1.5,
                 "run-1", CAND.id, "graph"),
     Speed(8.93e-4, True, "TPU v5 lite (v5e)", "device_trace", 7.36e-4, True),
+    Achieved(154.0, 301.0, 0.79),
 ]
 
 

@@ -21,7 +21,7 @@ def test_run_writes_a_kernel_that_eval_passes(tmp_path):
     assert f"Best kernel: {out / 'kernel.py'}" in result.stdout and "estimated by the backend's cost model" in result.stdout
     assert "report.html" in result.stdout and "<svg" in (out / "report.html").read_text()
     kernel = (out / "kernel.py").read_text()
-    assert kernel.startswith('"""Best kernel of maxkernel run') and "(estimated by the cost model)" in kernel
+    assert kernel.startswith('"""Best kernel of maxkernel run') and "us estimated for v5e" in kernel
     report = json.loads((out / "report.json").read_text())
     assert report["result"]["status"] == "ok" and 1 <= len(report["candidates"]) <= 3  # budget 2 + the re-check
     judged = run_cli("eval", "--task", str(TASKS / "rmsnorm"), "--kernel", str(out / "kernel.py"), env=env)

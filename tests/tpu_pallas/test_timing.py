@@ -55,7 +55,7 @@ def test_measured_profile_keeps_the_trace_and_checks_every_timed_call(tmp_path, 
     ev = judge_on_chip(_verdict("cand-1"), _outcome([RIGHT]), _chip(), "4 input sets match", report)
     assert ev.ok and not ev.profile.estimated and ev.profile.speedup == pytest.approx(2.0)
     assert ev.profile.speed.comparison == "measured/measured" and ev.profile.chip == "TPU v5 lite (v5e)"
-    assert ev.details["timing"]["achieved"]["tflops"] == pytest.approx(1e9 / 1e-3 / 1e12)
+    assert ev.details["timing"]["achieved"]["tflops"] == pytest.approx(1e9 / 1e-3 / 1e12) == ev.profile.achieved.tflops
     assert ev.profile.diagnosis[0].startswith("measured: the costliest ops per call are fusion")
     assert (tmp_path / "traces" / "cand-1").exists()
     assert open(ev.details["timing"]["xplane"], "rb").read() == b"xspace-bytes"

@@ -45,6 +45,8 @@ class TaskResult:
     notes: str = ""  # the task's own notes (e.g. an algebraic shortcut a kernel may take)
     #: where the speedup is measured, the cost model's estimate of it for the same kernel (how wrong the model is)
     estimated_speedup: float | None = None
+    #: what a measured time achieves for the task's work (TFLOP/s); None for estimates
+    tflops: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -99,14 +99,22 @@ def result_of_run(store: RunStore, run_id: str, best, wall_s: float, kernel: Pat
     if best is None:
         return TaskResult(store.get_run(run_id).task_id, *_without_kernel(evaluations), **common)
     ev = best.evaluation
+    return TaskResult(best.candidate.task_id, "correct", ev.reason[:300], correct=True,
+                      kernel=str(kernel) if kernel else None, **_speed_fields(ev), **common)
+
+
+def _speed_fields(ev) -> dict:
+    """A verified kernel's speed figures, of their kind; where the speed is measured, the cost model's estimate
+    of the same kernel beside it (how wrong the model is)."""
     p = ev.profile
-    return TaskResult(
-        best.candidate.task_id, "correct", ev.reason[:300], correct=True, kernel=str(kernel) if kernel else None,
-        speedup=p.speedup if p else None, speedup_kind=("estimated" if p.estimated else "measured") if p else None,
-        estimated_speedup=(p.speedup if p.estimated else ev.estimate.speedup if ev.estimate else None) if p else None,
-        seconds=p.seconds if p else None, reference_seconds=p.reference_seconds if p else None,
-        roofline_fraction=p.roofline_fraction if p else None, arithmetic_intensity=p.arithmetic_intensity if p else None,
-        **common)
+    if p is None:
+        return {}
+    estimate = p if p.estimated else ev.estimate
+    return dict(speedup=p.speedup, speedup_kind="estimated" if p.estimated else "measured",
+                estimated_speedup=estimate.speedup if estimate else None,
+                tflops=p.achieved.tflops if p.achieved else None, seconds=p.seconds,
+                reference_seconds=p.reference_seconds, roofline_fraction=p.roofline_fraction,
+                arithmetic_intensity=p.arithmetic_intensity)
 
 
 def _without_kernel(evaluations) -> tuple[str, str]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import jinja2
 from maxkernel_core.report_html import clip
-from maxkernel_core.speed import phrase, ratio_words
+from maxkernel_core.speed import achieved_words, phrase, ratio_words
 
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("maxkernel_ui", "templates"),
                          autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
@@ -39,7 +39,7 @@ def _speedup(row: dict[str, Any]) -> str:
 
 
 ENV.filters.update(
-    when=_when, us=_us, kind=_kind, speedup=_speedup, clip=clip, speed_phrase=phrase,
+    when=_when, us=_us, kind=_kind, speedup=_speedup, clip=clip, speed_phrase=phrase, achieved=achieved_words,
     params=lambda p: " ".join(f"{k}={json.dumps(v)}" for k, v in sorted((p or {}).items())),
     cost=lambda usd: "not reported" if usd is None else f"${usd:.4f}",
 )

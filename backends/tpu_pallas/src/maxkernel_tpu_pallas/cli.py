@@ -47,9 +47,8 @@ def _print_evaluation(evaluation, task, kernel: Path) -> None:
         console.print(f"  speed: {timing}")
     if evaluation.profile and evaluation.profile.seconds:
         console.print(f"  speed: {phrase(evaluation.profile)}")
-        achieved = (evaluation.profile.details or {}).get("achieved") if not evaluation.profile.estimated else None
-        if achieved:
-            console.print(f"    achieved: {achieved_words(achieved)}")
+        if evaluation.profile.achieved:
+            console.print(f"    achieved: {achieved_words(evaluation.profile.achieved)}")
 
 
 def read_kernel(path: Path) -> str:

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from maxkernel_core import Achieved
 from maxkernel_core.speed import achieved_words, versus
 
 from .cli import judge_file
@@ -121,11 +122,12 @@ def print_profile(evaluation, task, kernel: Path) -> None:
         timing = p.details
         summary.add_row("[bold]measured device time[/]", f"{_t(p.seconds)} on {p.chip} (median of {timing.get('runs')}; "
                         f"wall clock {_t(timing.get('wall_median_s'))})")
-        summary.add_row("[bold]  achieved[/]", achieved_words(timing.get("achieved") or {}))
+        summary.add_row("[bold]  achieved[/]", achieved_words(p.achieved))
         reference = timing.get("reference") or {}
         summary.add_row("[bold]measured XLA reference[/]", f"{_t(p.reference_seconds)} (wall clock "
                         f"{_t(reference.get('wall_median_s'))})")
-        summary.add_row("[bold]  achieved[/]", achieved_words(reference.get("achieved") or {}))
+        summary.add_row("[bold]  achieved[/]", achieved_words(Achieved(**reference["achieved"]))
+                        if reference.get("achieved") else "-")
         summary.add_row("[bold]measured against XLA[/]", versus(p) or "-")
     else:
         timing = evaluation.details.get("timing")

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from attrs import evolve
-from maxkernel_core import CheckResult, EvalStatus, Evaluation, Profile, TestReport
+from attrs import asdict, evolve
+from maxkernel_core import Achieved, CheckResult, EvalStatus, Evaluation, Profile, TestReport
 
 from ..sandbox.pool import JobOutcome
 from .compare import compare, distance
@@ -68,24 +68,14 @@ def right_line(judged: list[dict[str, Any]], chip: str) -> str:
             f"default-precision output by {x['max_abs_error']:.3g})")
 
 
-def achieved(flops: float | None, hbm_bytes: float | None, seconds: float, chip: dict[str, Any]) -> dict[str, Any]:
+def achieved(flops: float | None, hbm_bytes: float | None, seconds: float, chip: dict[str, Any]) -> Achieved:
     """TFLOP/s a time achieves for the task's work, the HBM GB/s of at least its inputs and outputs once, and
     the share of the chip's roofline (its floor, every FLOP at peak and every byte once, over the time): above
     1 means the time is shorter than the chip allows for that work."""
-    out: dict[str, Any] = {}
     peak_flops, peak_bw = chip.get("bf16_ops_per_second"), chip.get("mem_bw_bytes_per_second")
-    floors = []
-    if flops:
-        out["tflops"] = flops / seconds / 1e12
-        if peak_flops:
-            floors.append(flops / peak_flops)
-    if hbm_bytes:
-        out["hbm_gbs"] = hbm_bytes / seconds / 1e9
-        if peak_bw:
-            floors.append(hbm_bytes / peak_bw)
-    if floors:
-        out["roofline_fraction"] = max(floors) / seconds
-    return out
+    floors = [work / peak for work, peak in ((flops, peak_flops), (hbm_bytes, peak_bw)) if work and peak]
+    return Achieved(flops / seconds / 1e12 if flops else None, hbm_bytes / seconds / 1e9 if hbm_bytes else None,
+                    max(floors) / seconds if floors else None)
 
 
 def task_work(ref) -> tuple[float | None, float | None]:
@@ -152,9 +142,8 @@ def _timed(verdict, checked: JobOutcome, chip, kind: str, message: str, report: 
                "state across calls")
         verdict.checks.append(CheckResult("timing", False, why))
         return verdict.done(EvalStatus.INCORRECT, why, test=evolve(report, passed=False, message=why))
-    profile = measured_profile(verdict, header, trace, chip, kind)
-    fraction = profile.roofline_fraction or 0.0
-    xla_fraction = verdict.details["timing"]["reference"]["achieved"].get("roofline_fraction") or 0.0
+    profile, xla = measured_profile(verdict, header, trace, chip, kind)
+    fraction, xla_fraction = profile.roofline_fraction or 0.0, xla.roofline_fraction or 0.0
     if fraction > IMPOSSIBLE_ROOFLINE and xla_fraction <= 1.0:
         why = (f"measured at {fraction:.0%} of the {kind}'s roofline for the task's work (XLA's reference at "
                f"{xla_fraction:.0%}): faster than the chip can do that work, so the work was not done")
@@ -163,19 +152,19 @@ def _timed(verdict, checked: JobOutcome, chip, kind: str, message: str, report: 
     return verdict.done(EvalStatus.OK, message, test=report, profile=profile)
 
 
-def measured_profile(verdict, header: dict[str, Any], trace, chip, kind: str) -> Profile:
-    """The candidate's measured speed against XLA's, measured the same way, with what each achieves. The cost
-    model's reading (bound, diagnosis) is kept beside it under its own name, never as the measurement's."""
+def measured_profile(verdict, header: dict[str, Any], trace, chip, kind: str) -> tuple[Profile, Achieved]:
+    """The candidate's measured speed against XLA's, measured the same way, with what each achieves (XLA's
+    too, returned). The cost model's reading (bound, diagnosis) is kept beside it under its own name, never as
+    the measurement's."""
     ref, est = verdict.ref, verdict.estimate
     timing = {k: header.get(k) for k in ("median_s", "times_s", "wall_median_s", "runs", "warmup", "input_sets",
                                          "top_ops", "wait_share", "calls_checked")}
     timing["xplane"] = keep_trace(verdict.cand.id, trace)
     flops, hbm = task_work(ref)
     figures = (ref.xla or {}).get("chip") or {}
-    mine = achieved(flops, hbm, header["median_s"], figures)
-    timing["achieved"] = mine
-    timing["reference"] = {**chip.timing, "achieved": achieved(flops, hbm, chip.timing["median_s"], figures),
-                           "xplane": chip.trace}
+    mine, xla = achieved(flops, hbm, header["median_s"], figures), achieved(flops, hbm, chip.timing["median_s"], figures)
+    timing["achieved"] = asdict(mine)
+    timing["reference"] = {**chip.timing, "achieved": asdict(xla), "xplane": chip.trace}
     verdict.details["timing"] = timing
     verdict.checks.append(CheckResult("timing", True, f"median {header['median_s'] * 1e6:,.1f} us over "
                                       f"{header['runs']} calls on the {kind}"))
@@ -185,12 +174,12 @@ def measured_profile(verdict, header: dict[str, Any], trace, chip, kind: str) ->
                  *(f"(cost model) {line}" for line in (verdict.platform.diagnose(est) if est is not None else [])))
     return Profile(verdict.cand.id, "device_trace", False, header["median_s"], chip.timing["median_s"], "",
                    diagnosis, {**timing, "cost_model": verdict.details.get("cost_model")},
-                   roofline_fraction=mine.get("roofline_fraction"),
+                   roofline_fraction=mine.roofline_fraction, achieved=mine,
                    arithmetic_intensity=(flops / hbm) if flops and hbm else None,
                    fits_memory=est.fits_vmem if est is not None else None,
                    reference_note=reference_note(chip), chip=kind, reference_measured=True,
                    reference_basis="XLA's own program of the task's reference, at the precision a user's jax.jit "
-                                   "runs it,")
+                                   "runs it,"), xla
 
 
 def reference_note(chip) -> str:
