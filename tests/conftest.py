@@ -43,7 +43,8 @@ LONGEST_FIRST = (
     "tests/tpu_pallas/test_experts.py", "tests/offline/test_synthesizer.py", "tests/tpu_pallas/test_profile.py",
     "tests/tpu_pallas/test_evaluation.py", "tests/strategies/test_run.py", "tests/bench/test_bench_cli.py",
     "tests/ui/test_hitl_in_the_browser.py",
-    "tests/offline/test_staged.py", "tests/tpu_pallas/test_attacks.py", "tests/strategies/test_hitl.py",
+    "tests/offline/test_staged.py", "tests/tpu_pallas/test_attacks.py", "tests/tpu_pallas/test_device_path.py",
+    "tests/strategies/test_hitl.py",
     "tests/core/test_user_view.py", "tests/llm/test_cli_over_http.py",
 )
 
