@@ -24,6 +24,7 @@ class HostChipPlatform(TpuPlatform):
     label = "host CPU"
     spec = "tests.tpu_pallas.host_chip:HOST_CHIP"
     timing_plane = "/host:CPU"
+    kernel_functions = True  # its device program is the interpret-mode export: kernels are those functions
 
     def timing_lines(self, line: str) -> bool:
         return line.startswith("tf_XLA")  # XLA's CPU client threads run the program; Python's line is the host

@@ -53,7 +53,8 @@ def test_v6e_target_compiles_too(tpu_backend, task_of):
     ("cheat_jnp_outside_kernel.py", EvalStatus.REJECTED, "matmul/conv FLOPs .* run in jnp outside pallas_call"),
     # It only ever sees tracers: the program judged is the traced one, so its cache never serves an answer.
     ("cheat_cached_global.py", EvalStatus.OK, "input sets match"),
-    ("cheat_zeros_after_first.py", EvalStatus.INCORRECT, "wrong result on input set"),
+    # It answers its first trace otherwise than the later ones: the two full-size traces are not one program.
+    ("cheat_zeros_after_first.py", EvalStatus.REJECTED, "traced another program at full size the second time"),
     ("cheat_fp8.py", EvalStatus.INCORRECT, "outside atol=0.002"),
     ("cheat_patches_libraries.py", EvalStatus.REJECTED, "replaces .*numpy.allclose.*time.perf_counter"),
     ("crash_os_exit.py", EvalStatus.CRASHED, "exited .*code 0.* during import"),

@@ -52,6 +52,13 @@ class TpuPlatform(Platform):
 
         return jax.default_device(target_device(target))
 
+    def semantic_interpreter(self):
+        """jax's TPU-semantics interpreter: DMAs that land only at their wait, semaphores, output blocks that
+        start uninitialised, out-of-bounds reads refused (``pltpu.InterpretParams``)."""
+        from jax.experimental.pallas import tpu as pltpu
+
+        return pltpu.InterpretParams(out_of_bounds_reads="raise", dma_execution_mode="on_wait")
+
     def export(self, closed, target: str) -> bytes:
         from .judge.compile import export_tpu
 

@@ -1,16 +1,14 @@
-"""The checker: judges the programs a tracer exported, in a sandbox that never imported the candidate.
+"""The checker: judges the programs a tracer traced, in a sandbox that never imported the candidate.
 
-For the full-size TPU program: the work accounting (``hlo_work``) and the
-deviceless TPU compile for the target. For each check size: the work of its
-TPU program, and the CPU interpret-mode program held against it (same
-kernels with the same operand and result types, the same glue matmul work,
-the same matmul work inside the kernels), then run on every input set of
-that size. On a host with the chip, the device worker then runs and times the full-size program
-(``device_job.py``); this process stays on the CPU.
-A program the proof of kernel refuses (the parent makes the same call with the
-same counts) stops here: no compile or run is spent on it.
-Every fact here comes from the exported bytes: no candidate Python exists in
-this process, so none can run.
+It reads each traced jaxpr back with the judge's own classes (``jaxpr_wire``: a primitive or object jax does
+not define cannot cross), refuses traces that are not one program (``same_program``), and makes every program
+it judges itself, from those jaxprs: the device program (lowered and exported here for the target: the work
+accounting of ``hlo_work``, the deviceless compile, and on a host with the chip the program the device worker
+runs) and the CPU program (the same jaxpr with its kernels in Pallas' interpreter, run here on every input set
+of its size). The kernel description the cost model estimates from is made here too. No lowering rule,
+exporter or interpreter the candidate could have touched runs: they live in this process, which never held its
+code. A program the proof of kernel refuses (the parent makes the same call with the same counts) stops here:
+no compile or run is spent on it.
 """
 
 from __future__ import annotations
@@ -22,85 +20,119 @@ import jax
 import numpy as np
 from jax import export
 
-from . import proof
+from . import jaxpr_wire, memory, proof, same_program
+from .errors import trim_error
 from .hlo_work import program_work
 from .platform import Platform, load_platform
+from .program import interpreted
+from .work import work_stats
 
 Emit = Callable[..., None]
-#: The CPU program may spend this much more glue element-work than the TPU program it mirrors
-#: (a few ops lower differently per platform, e.g. cumsum), plus a constant for index arithmetic.
-GLUE_SLACK = 1.5
-GLUE_SLACK_ELEMENTS = 1 << 16
 
 
-def _load(blob: np.ndarray) -> export.Exported:
-    return export.deserialize(bytearray(np.asarray(blob, dtype=np.uint8).tobytes()))
+def _read(job: dict[str, Any], blobs: list[np.ndarray]) -> tuple[dict[int, Any], Any]:
+    """(the program per size, the second full-size trace), read with the judge's own classes."""
+    programs, again = {}, None
+    for spec, blob in zip(job["programs"], blobs, strict=True):
+        closed = jaxpr_wire.loads(np.asarray(blob, dtype=np.uint8).tobytes())
+        if spec.get("again"):
+            again = closed
+        else:
+            programs[int(spec["size"])] = closed
+    return programs, again
 
 
-def _work(exported: export.Exported, platform: Platform) -> dict[str, Any]:
-    return program_work(exported.mlir_module(), platform=platform)
-
-
-def _signatures(work: dict[str, Any]) -> list[tuple]:
-    return sorted((tuple(k["operands"]), tuple(k["results"])) for k in work["kernels"])
-
-
-def mirrors(cpu: dict[str, Any], tpu: dict[str, Any], label: str = "TPU") -> str | None:
-    """Why the CPU program is not the device program's twin (``tpu``: the device program's work, ``label``
-    its chip family), or None when it is."""
-    if _signatures(cpu) != _signatures(tpu):
-        return (f"its kernels differ: {len(cpu['kernels'])} in the CPU program, {len(tpu['kernels'])} in the "
-                f"{label} program, or their operand/result types differ")
-    if abs(cpu["glue_flops"] - tpu["glue_flops"]) > 0.01 * max(tpu["glue_flops"], 1):
-        return f"its matmul work outside kernels differs ({cpu['glue_flops']:.3g} vs {tpu['glue_flops']:.3g} FLOPs)"
-    if cpu["glue_elementwise"] > GLUE_SLACK * tpu["glue_elementwise"] + GLUE_SLACK_ELEMENTS:
-        return (f"its element work outside kernels differs ({cpu['glue_elementwise']:.3g} vs "
-                f"{tpu['glue_elementwise']:.3g})")
-    low, high = sorted((cpu["kernel_flops"], tpu["kernel_flops"]))
-    counted = all(k.get("counted", True) for k in tpu["kernels"])  # a Mosaic GPU kernel's FLOPs are not read
-    if counted and high and low < 0.5 * high:
-        return f"its matmul work inside kernels differs ({cpu['kernel_flops']:.3g} vs {tpu['kernel_flops']:.3g} FLOPs)"
-    return None
+def _export(closed, size: int, job: dict[str, Any], platform: Platform, emit: Emit) -> export.Exported | None:
+    """The device program of one traced program, lowered here; None when the compiler refused it (said)."""
+    try:
+        return export.deserialize(bytearray(platform.export(closed, job["target"])))
+    except Exception as exc:  # Mosaic or Triton refused the kernel while lowering: the compiler's verdict
+        emit({"type": "check", "name": "compile", "ok": False, "size": size, "seconds": 0.0,
+              "error": trim_error(exc, "candidate.py")})
+        return None
 
 
 def run_check(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
-    n_blobs = job["n_blobs"]
+    n_blobs = len(job["programs"])
     blobs, inputs = arrays[:n_blobs], arrays[n_blobs:]
-    layout = job["programs"]  # per size: {"device": blob index, "cpu": blob index or None}
     platform = load_platform(job["platform"])
+    stage("read the programs")
+    try:
+        programs, again = _read(job, blobs)
+        why = same_program.refusal(programs[0], again, {k: v for k, v in programs.items() if k})
+    except jaxpr_wire.WireError as exc:
+        why = str(exc)
+    if why:
+        emit({"type": "refused", "why": why})
+        return
+    emit({"type": "traced_work", "work": work_stats(programs[0])})
+    _describe(programs[0], job["target"], platform, emit)
+    stage("export")
+    full = _export(programs[0], 0, job, platform, emit)
+    if full is None:
+        return
     stage("work accounting")
-    full = _load(blobs[layout[0]["device"]])
-    work = _work(full, platform)
+    work = program_work(full.mlir_module(), platform=platform)
     emit({"type": "work", "size": 0, "work": work})
     if not proof.verdict(work, job["reference_work"][0])[0]:
         return  # refused whatever compiles: the parent says why, and no compile is spent on it
     stage("compile")
     emit({"type": "check", "name": "compile", **platform.compile_exported(full, job["target"])})
-    # the full-size program as this process read it, written anew: what the chip runs is what was proven here
+    # the full-size program as this process made it: what the chip runs is what was proven here
     emit({"type": "canonical", "size": 0}, [np.frombuffer(bytes(full.serialize()), dtype=np.uint8)])
     runners = {}
-    for size, where in enumerate(layout[1:], start=1):
-        stage(f"cross-check, size {size}")
-        device_work = _work(_load(blobs[where["device"]]), platform)
-        cpu_program = _load(blobs[where["cpu"]])
-        why = mirrors(_work(cpu_program, platform), device_work, platform.label)
-        emit({"type": "work", "size": size, "work": device_work, "mirror": why})
-        if why or not proof.verdict(device_work, job["reference_work"][size])[0]:
+    for size in sorted(k for k in programs if k):
+        stage(f"check size {size}")
+        device = _export(programs[size], size, job, platform, emit)
+        if device is None:
             return
-        runners[size] = jax.jit(cpu_program.call)
-    _correctness(job["sets"], inputs, runners, emit, stage)
+        device_work = program_work(device.mlir_module(), platform=platform)
+        emit({"type": "work", "size": size, "work": device_work})
+        if not proof.verdict(device_work, job["reference_work"][size])[0]:
+            return
+        runners[size] = interpreted(programs[size])
+    memory.install()
+    semantics = platform.semantic_interpreter()
+    chip = None  # the chip's semantics on the first set of the first size, the plain interpreter on the others
+    if runners and semantics is not None:
+        chip = (min(runners), interpreted(programs[min(runners)], semantics))
+    _correctness(job["sets"], inputs, runners, chip, emit, stage)
 
 
-def _correctness(sets, inputs, runners, emit: Emit, stage: Callable[[str], None]) -> None:
+def _describe(closed, target: str, platform: Platform, emit: Emit) -> None:
+    """The kernels' grid, blocks and work for the cost model, from the program read here (an estimate must
+    never break a verdict)."""
+    try:
+        emit({"type": "kernels", "kernels": platform.describe_kernels(closed), "chip": platform.chip(target)})
+    except Exception as exc:
+        emit({"type": "kernels", "error": f"{type(exc).__name__}: {exc}"[:500]})
+
+
+def _correctness(sets, inputs, runners, chip, emit: Emit, stage: Callable[[str], None]) -> None:
+    """Every input set through its size's CPU program; the first set of ``chip``'s size through the chip's
+    semantics (``chip``: that size and its runner, or None)."""
     at = 0
     for index, spec in enumerate(sets):
         dyn = inputs[at:at + spec["n_inputs"]]
         at += spec["n_inputs"]
-        stage(f"correctness, set {index}")
+        run, semantic = runners[spec["size"]], chip is not None and chip[0] == spec["size"]
+        if semantic:
+            run, chip = chip[1], None
+        stage(f"correctness, set {index}" + (" (the chip's semantics)" if semantic else ""))
         try:
-            outputs = [np.asarray(x) for x in jax.tree_util.tree_leaves(runners[spec["size"]](*dyn))]
+            outputs = [np.asarray(x) for x in jax.tree_util.tree_leaves(run(*dyn))]
         except Exception as exc:
-            emit({"type": "outputs", "index": index, "error": {"type": type(exc).__name__, "message": str(exc)[:1500],
-                                                               "line": None}})
+            if semantic:
+                _reset_semantics()
+            where = " in the TPU-semantics interpreter" if semantic else ""
+            emit({"type": "outputs", "index": index, "error": {"type": type(exc).__name__,
+                                                               "message": f"{str(exc)[:1400]}{where}", "line": None}})
             return
-        emit({"type": "outputs", "index": index}, outputs)
+        emit({"type": "outputs", "index": index, "semantics": semantic}, outputs)
+
+
+def _reset_semantics() -> None:
+    """The TPU-semantics interpreter keeps state a failed run leaves broken; this checker serves later ones."""
+    from jax.experimental.pallas import tpu as pltpu
+
+    pltpu.reset_tpu_interpret_mode_state()

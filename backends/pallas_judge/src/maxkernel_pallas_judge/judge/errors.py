@@ -29,7 +29,8 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 def trim_error(exc: BaseException, source_file: str) -> dict[str, Any]:
     """The part of a compiler error a person (or model) acts on, and the kernel line it points at."""
-    text = str(exc).replace(source_file, "candidate.py")  # the scratch path means nothing to a reader
+    # the scratch path means nothing to a reader (and names where a worker lives)
+    text = re.sub(r"[^\s'\"(]*/candidate\.py", "candidate.py", str(exc).replace(source_file, "candidate.py"))
     kind = "compile"
     if "Ran out of memory in memory space vmem" in text or "vmem" in text.lower() and "exceeded" in text.lower():
         kind = "vmem_overflow"

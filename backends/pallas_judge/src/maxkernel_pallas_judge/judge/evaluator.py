@@ -231,21 +231,15 @@ class Evaluator:
                   f"{worst.vmem_limit_bytes / 2**20:.{self.platform.limit_digits}f} MiB limit (cost-model estimate)")
         return Fit(fits, worst.vmem_bytes, worst.vmem_limit_bytes, reason)
 
-    def check(self, task: Task, target: str, ref: ReferenceData, programs: JobOutcome) -> JobOutcome:
-        """Run the checker on the programs a tracer exported, with the reference's input sets."""
-        blobs, layout = [], []
-        for header, payload in sorted(programs.all("program"), key=lambda m: m[0]["size"]):
-            where = {"device": len(blobs)}
-            blobs.append(payload[0])
-            if header.get("cpu"):
-                where["cpu"] = len(blobs)
-                blobs.append(payload[1])
-            layout.append(where)
-        job = {"kind": "check", "platform": self.platform.spec, "target": target, "n_blobs": len(blobs), "programs": layout,
+    def check(self, task: Task, target: str, ref: ReferenceData, traced: JobOutcome) -> JobOutcome:
+        """Run the checker on the programs a tracer traced (their jaxprs), with the reference's input sets."""
+        programs = sorted(traced.all("jaxpr"), key=lambda m: (bool(m[0].get("again")), m[0]["size"]))
+        job = {"kind": "check", "platform": self.platform.spec, "target": target,
+               "programs": [{"size": h["size"], "again": bool(h.get("again"))} for h, _ in programs],
                "sets": [{"n_inputs": s["n_inputs"], "size": s["size"]} for s in ref.sets],
                "reference_work": ref.program_work}
-        arrays = [a for set_inputs in ref.inputs for a in set_inputs]
-        return self.pool.run_checker(job, blobs + arrays)
+        arrays = [payload[0] for _, payload in programs] + [a for set_inputs in ref.inputs for a in set_inputs]
+        return self.pool.run_checker(job, arrays)
 
 
 def evaluator_from_settings(settings, platform: Platform, check_target) -> Evaluator:

@@ -5,10 +5,17 @@ to ``stablehlo.while`` whose condition compares an induction variable, stepped
 by a constant, with a bound that is a constant or loop-invariant. Anything
 else is data-dependent: ``while_trip_count`` returns None and the caller
 charges a worst case.
+
+Integers are folded in their own width, as the chip computes them: a constant or
+a folded value outside its type's range (an int16 product read as 65536 where
+the chip holds 0), a counter that could wrap before it meets its bound (an int8
+counter stepped past 127, a ``!=`` it may step over), or a span of no trips at
+all is not a count the judge can trust, and is charged as data-dependent.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -61,8 +68,36 @@ def _block_arg(value: ir.Value) -> ir.BlockArgument | None:
         return None
 
 
+def int_range(value: ir.Value) -> tuple[int, int] | None:
+    """(lowest, highest) an integer value of this type holds; None for a type that is not an integer's."""
+    t = value.type
+    with contextlib.suppress(ValueError, TypeError):  # a tensor's elements, or the scalar type itself
+        t = ir.ShapedType(t).element_type
+    if t.typeid == ir.IndexType.static_typeid:
+        return -(1 << 63), (1 << 63) - 1
+    if t.typeid != ir.IntegerType.static_typeid:
+        return None
+    integer = ir.IntegerType(t)
+    width = integer.width
+    if integer.is_unsigned:
+        return 0, (1 << width) - 1
+    if width == 1:
+        return 0, 1
+    return -(1 << (width - 1)), (1 << (width - 1)) - 1
+
+
+def _fits(number: int | None, value: ir.Value) -> int | None:
+    bounds = int_range(value)
+    return number if number is not None and (bounds is None or bounds[0] <= number <= bounds[1]) else None
+
+
 def constant_int(value: ir.Value, depth: int = 0, loop: tuple | None = None) -> int | None:
-    """The value as an integer when it is one at compile time (``loop``: invariant loop arguments)."""
+    """The value as an integer when it is one at compile time (``loop``: invariant loop arguments); None when
+    it is not static, or does not fit its type (folding never wraps silently)."""
+    return _fits(_constant_int(value, depth, loop), value)
+
+
+def _constant_int(value: ir.Value, depth: int, loop: tuple | None) -> int | None:
     if depth > 32:
         return None
     arg = _block_arg(value)
@@ -129,16 +164,29 @@ def while_trip_count(op: ir.Operation) -> int | None:
         step = _step(op, arg.arg_number, loop)
         if start is None or limit is None or not step:
             continue
-        return _trips(direction, start, limit, step, flipped)
+        trips = _trips(direction, start, limit, step, flipped)
+        bounds = int_range(var)
+        if trips is None or bounds is None:
+            return None
+        last = start + trips * step  # the value that ends the loop: every value up to it must fit the counter
+        return trips if bounds[0] <= last <= bounds[1] else None
     return None
 
 
 def _trips(direction: str, start: int, limit: int, step: int, flipped: bool) -> int | None:
+    """Trips from ``start`` by ``step`` until the comparison with ``limit`` fails; None when the counter moves
+    away from its bound, steps over a ``!=`` bound, or the loop runs no trip at all."""
     kind = next((d for d in ("LT", "LE", "GT", "GE", "NE") if d in direction), None)
     if flipped:
         kind = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "NE": "NE"}.get(kind)
-    span = {"LT": limit - start, "LE": limit - start + 1, "GT": start - limit, "GE": start - limit + 1,
-            "NE": abs(limit - start)}.get(kind)
-    if span is None:
+    if kind == "NE":
+        distance = limit - start
+        if distance == 0 or distance % step or distance // step <= 0:
+            return None  # no trip, or a counter that steps over its bound and wraps around
+        return distance // step
+    span = {"LT": limit - start, "LE": limit - start + 1, "GT": start - limit, "GE": start - limit + 1}.get(kind)
+    if span is None or span <= 0:
         return None
-    return max(math.ceil(span / abs(step)), 0)
+    if (kind in ("LT", "LE")) != (step > 0):
+        return None  # it moves away from its bound: it ends only by wrapping
+    return math.ceil(span / abs(step))

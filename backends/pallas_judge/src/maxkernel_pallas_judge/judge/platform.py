@@ -46,6 +46,10 @@ class Platform:
 
     #: where a profiler trace holds this chip's work: planes named so, and lines ``timing_lines`` accepts
     timing_plane: ClassVar[str] = "/device:"
+    #: whether a function named ``maxkernel_kernel_N`` in a device program is a kernel: only where the device
+    #: program is the judge's own interpret-mode export (the tests' stand-in chip); a chip's kernels are what
+    #: its compiler marks as kernels, never a name a candidate can write
+    kernel_functions: ClassVar[bool] = False
 
     # --- the parent (no JAX) ----------------------------------------------------------
 
@@ -99,6 +103,11 @@ class Platform:
     def chip(self, target: str) -> dict[str, Any]:
         """The target's figures the cost model reads, with their source."""
         raise NotImplementedError
+
+    def semantic_interpreter(self):
+        """The interpreter that follows this chip's semantics (DMAs, semaphores, output blocks, bounds) for the
+        checker's first input set, or None for Pallas' plain interpreter alone."""
+        return None
 
     def describe_kernels(self, closed) -> list[dict[str, Any]]:
         """The traced program's kernels for the cost model (grid, blocks, body work)."""

@@ -1,19 +1,11 @@
-"""One traced program, exported twice: for the TPU, and in Pallas interpret mode for the CPU checks.
+"""One traced program run on the CPU: the same jaxpr the device program is lowered from, with every
+``pallas_call`` switched to Pallas' interpreter by the judge (the candidate never sees that flag).
 
-Runs in the tracer (the candidate's sandbox) right after ``computation`` was
-traced on abstract inputs. Both exports are derived here from that one
-captured jaxpr, not from further calls of the candidate's Python:
-
-* the TPU program: the jaxpr lowered for the target chip (under its
-  deviceless device, so Mosaic sees that chip), kernels as Mosaic custom
-  calls. The checker compiles it (and on a TPU host, runs and times it).
-* the CPU program: the same jaxpr with every ``pallas_call`` switched to
-  interpret mode by the judge (the candidate never sees that flag), each
-  kernel wrapped in a function named ``maxkernel_kernel_N`` so the checker can
-  hold its structure against the TPU program's kernels.
-
-Both leave as ``jax.export`` serializations: StableHLO bytes the checker reads
-without importing anything of the candidate's.
+Runs in the checker, on the jaxpr the tracer sent (``jaxpr_wire``): the CPU program and the device program
+are made from one captured program by the judge's code. ``interpreted`` evaluates it in this process (the
+TPU-semantics interpreter works through host callbacks, which no export carries); ``export_cpu_interpret``
+serializes it for the CPU, each kernel wrapped in a function named ``maxkernel_kernel_N`` (the tests'
+stand-in chip runs that program as its device program).
 """
 
 from __future__ import annotations
@@ -34,6 +26,17 @@ def _retrace(closed, counter) -> Any:
     return jax.make_jaxpr(lambda *a: _evaluate(closed, a, counter))(*avals)
 
 
+class _Counter:
+    """Numbers the kernels, and carries the interpreter every ``pallas_call`` is bound with."""
+
+    def __init__(self, interpret: Any = True) -> None:
+        self.interpret = interpret
+        self._numbers = itertools.count()
+
+    def __next__(self) -> int:
+        return next(self._numbers)
+
+
 def _rewrite_param(value: Any, counter) -> Any:
     if isinstance(value, jex_core.ClosedJaxpr):
         return _retrace(value, counter)
@@ -44,8 +47,8 @@ def _rewrite_param(value: Any, counter) -> Any:
     return value
 
 
-def _kernel_call(eqn, counter):
-    params = {**eqn.params, "interpret": True}
+def _kernel_call(eqn, counter, interpret: Any = True):
+    params = {**eqn.params, "interpret": interpret}
 
     def kernel(*args):
         return eqn.primitive.bind(*args, **params)
@@ -67,7 +70,7 @@ def _evaluate(closed, args, counter) -> list[Any]:
     for eqn in jaxpr.eqns:
         ins = [read(v) for v in eqn.invars]
         if eqn.primitive.name == "pallas_call":
-            outs = _kernel_call(eqn, counter)(*ins)
+            outs = _kernel_call(eqn, counter, getattr(counter, "interpret", True))(*ins)
         else:
             params = {k: _rewrite_param(v, counter) for k, v in eqn.params.items()}
             with eqn.ctx.manager:
@@ -77,6 +80,13 @@ def _evaluate(closed, args, counter) -> list[Any]:
         for var, out in zip(eqn.outvars, outs, strict=False):
             env[var] = out
     return [read(v) for v in jaxpr.outvars]
+
+
+def interpreted(closed, interpret: Any = True):
+    """``closed`` as a jitted function of its inputs, every ``pallas_call`` in Pallas' interpreter (``interpret``:
+    True, or ``pltpu.InterpretParams`` for the TPU-semantics interpreter)."""
+    counter = _Counter(interpret)
+    return jax.jit(lambda *a: _evaluate(closed, a, counter))
 
 
 def export_cpu_interpret(closed) -> bytes:

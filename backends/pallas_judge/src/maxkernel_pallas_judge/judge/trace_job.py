@@ -1,18 +1,18 @@
 """The tracer: the one job in which the candidate's Python runs (inside the candidate's sandbox).
 
 It imports the module and traces ``computation`` on abstract inputs
-(``ShapeDtypeStruct``), once per size: the full size, and each shape the
-correctness sets use. No concrete input is ever sent to this process, so the
-module has no data to recognise, cache or answer from. From each captured
-program it exports the TPU program and (for the check sizes) the CPU
-interpret-mode program, and sends the serialized bytes to the parent. Nothing
-it reports decides a verdict by itself: the checker recounts the work and
-compiles and runs these programs without the candidate (``check_job.py``).
+(``ShapeDtypeStruct``), once per size: the full size, each shape the
+correctness sets use, and the full size again. No concrete input is ever sent
+to this process, so the module has no data to recognise, cache or answer from.
+Each captured jaxpr goes to the parent as bytes (``jaxpr_wire``); nothing is
+lowered or exported here, where the candidate's code could run during it.
+Nothing it reports decides a pass: the checker reads the jaxprs back with the
+judge's own classes, and lowers, exports, counts, compiles and runs them
+without the candidate (``check_job.py``).
 
-What the tracer still says on its own authority, labelled as such: the
-jaxpr-level work counts (shown to the user; the proof uses the checker's)
-and the kernel description for the cost model (an estimate, whose grids and
-matmul work the parent holds against the checker's facts).
+What the tracer still says on its own authority: that its own program does
+no kernel work (a fast refusal), and for a fit check, the kernel description
+the cost model reads (a search's pruning, never a verdict).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import jax
 import numpy as np
 
 from . import inputs as task_inputs
-from . import program, tripwire
+from . import tripwire
 from .platform import Platform, load_platform
 from .work import work_stats
 
@@ -171,43 +171,53 @@ def run_trace(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: 
     sizes = [{"shapes": job["full_shapes"], "static": job["static_full"]}, *job["check_sizes"]]
     if job.get("describe_only"):  # a fit check: the full size's kernels are all it needs
         sizes = sizes[:1]
-    traced = []
-    for index, spec in enumerate(sizes):
-        stage("trace" if index == 0 else f"trace, check size {index}")
-        try:
-            traced.append(_trace(fn, *_abstract(spec), job["target"], platform))
-        except BaseException as exc:
-            emit({"type": "check", "name": "trace", "ok": False, "size": index, "error": error_record(exc, source)})
-            return
+    traced = _trace_sizes(fn, sizes, job, platform, source, emit, stage)
+    if traced is None:
+        return
     left = leftovers(threads_before)
     patched = [f"{f.__module__}.{f.__qualname__}" for f, code in watchers if f.__code__ is not code]
     patched = patched or tripwire.changed(before)
-    stats = work_stats(traced[0])
+    stats = work_stats(traced[0])  # the tracer's own count: a fast refusal of its own program, never a pass
     emit({"type": "check", "name": "trace", "ok": True, "work": stats, "leftovers": left, "patched": patched})
     if left or patched:
         return
-    _describe_for_cost_model(traced[0], job["target"], platform, emit)
-    if job.get("describe_only") or stats["pallas_calls"] == 0 or stats["callbacks"]:
-        return  # the parent rejects it; exporting would only waste time
-    _export(traced, job["target"], platform, source, emit, stage)
+    if job.get("describe_only"):
+        _describe_for_cost_model(traced[0], job["target"], platform, emit)
+        return
+    if stats["pallas_calls"] == 0 or stats["callbacks"]:
+        return  # the parent rejects it; sending it on would only waste time
+    _send(traced, emit, stage, source)
 
 
-def _export(traced, target: str, platform: Platform, source: str, emit: Emit, stage: Callable[[str], None]) -> None:
-    from .errors import trim_error
-
-    for index, closed in enumerate(traced):
-        stage("export" if index == 0 else f"export, check size {index}")
+def _trace_sizes(fn, sizes, job, platform: Platform, source: str, emit: Emit, stage) -> list | None:
+    """The program at every size, and at the full size once more, last: the checker holds the two full-size
+    traces against each other (a module that answers its first trace otherwise than its later ones)."""
+    traced = []
+    again = [] if job.get("describe_only") else [sizes[0]]
+    for index, spec in enumerate([*sizes, *again]):
+        stage("trace" if index == 0 else "trace at full size again" if index == len(sizes) else
+              f"trace, check size {index}")
         try:
-            device = platform.export(closed, target)
-        except Exception as exc:  # the kernel was refused while lowering (Mosaic, Triton): the compiler's verdict
-            emit({"type": "check", "name": "compile", "ok": False, "size": index, "seconds": 0.0,
-                  "error": trim_error(exc, source)})
+            traced.append(_trace(fn, *_abstract(spec), job["target"], platform))
+        except BaseException as exc:
+            emit({"type": "check", "name": "trace", "ok": False, "size": index % len(sizes),
+                  "error": error_record(exc, source)})
+            return None
+    return traced
+
+
+def _send(traced, emit: Emit, stage: Callable[[str], None], source: str) -> None:
+    """Each traced program as bytes the checker reads back with the judge's own classes (``jaxpr_wire``): the
+    checker lowers, exports and runs them; nothing is lowered here, where the candidate's code lives."""
+    from . import jaxpr_wire
+
+    stage("send the programs")
+    for index, closed in enumerate(traced):
+        again = index == len(traced) - 1
+        try:
+            data = jaxpr_wire.dumps(closed)
+        except Exception as exc:
+            emit({"type": "check", "name": "export", "ok": False, "size": 0 if again else index,
+                  "error": error_record(exc, source)})
             return
-        blobs = [_blob(device)]
-        if index > 0:
-            try:
-                blobs.append(_blob(program.export_cpu_interpret(closed)))
-            except Exception as exc:
-                emit({"type": "check", "name": "export", "ok": False, "size": index, "error": error_record(exc, source)})
-                return
-        emit({"type": "program", "size": index, "cpu": index > 0}, blobs)
+        emit({"type": "jaxpr", "size": 0 if again else index, "again": again}, [_blob(data)])

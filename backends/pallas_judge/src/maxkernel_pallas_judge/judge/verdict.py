@@ -16,14 +16,11 @@ from typing import Any
 
 from maxkernel_core import Candidate, CheckResult, CompileError, EvalStatus, Evaluation, Task, TestReport
 
-from ..profiling.records import matmul_flops_per_step, precision_note
+from ..profiling.records import precision_note
 from ..sandbox.pool import JobOutcome, Limits
 from . import proof
 from .compare import compare
 
-#: The tracer's kernel description (for the estimate) must agree with the checker's count of the
-#: compiled program's matmul work within this factor, or the estimate is dropped as unfounded.
-DESCRIPTION_SLACK = 2.0
 
 
 def crash_reason(outcome: JobOutcome, limits: Limits) -> str:
@@ -131,8 +128,6 @@ class Verdict:
                          "libraries, timers or the harness")
 
     def _after_trace(self, traced: JobOutcome, trace: dict[str, Any]) -> Evaluation:
-        self.details["traced_work"] = trace["work"]  # the tracer's own count: shown, never judged
-        self.details["vmem_bytes_estimate"] = trace["work"].get("vmem_bytes")
         if trace.get("patched"):
             return self._patched(trace["patched"], "while tracing")
         if trace.get("leftovers"):
@@ -140,10 +135,9 @@ class Verdict:
             self.checks.append(CheckResult("trace", False, f"left running: {left}"))
             return self.done(EvalStatus.REJECTED, f"the module left {left} running after its trace: a candidate "
                              "must not start threads or processes (they could act while it is judged)")
-        self.checks.append(CheckResult("trace", True, details={"work": trace["work"]}))
-        self.estimate = self._cost_model(traced)  # unverified until the checker's count agrees with it
+        self.checks.append(CheckResult("trace", True))
         stats = trace["work"]
-        if stats["pallas_calls"] == 0 or stats["callbacks"]:  # nothing was exported: the tracer's word suffices
+        if stats["pallas_calls"] == 0 or stats["callbacks"]:  # nothing was sent on: its own word refuses it
             ok, why = proof.verdict({**stats, "unknown_ops": {}}, self.ref.program_work[0])
             self.checks.append(CheckResult("proof_of_kernel", ok, why))
             return self.done(EvalStatus.REJECTED, why)
@@ -153,9 +147,9 @@ class Verdict:
         bad = self._ended_badly(traced, "tracer")
         if bad is not None:
             return bad
-        if not _well_formed(traced.all("program"), len(self.ref.check_sizes)):
-            return self.done(EvalStatus.CRASHED, "the tracer did not export exactly one program for every size "
-                             "(the full size, then each check size with its CPU program)")
+        if not _well_formed(traced.all("jaxpr"), len(self.ref.check_sizes)):
+            return self.done(EvalStatus.CRASHED, "the tracer did not send exactly one program for every size "
+                             "(the full size, each check size, and the full size traced again)")
         checked = self.evaluator.check(self.task, self.target, self.ref, traced)
         return self._after_check(traced, checked)
 
@@ -175,12 +169,19 @@ class Verdict:
         self.outcome = checked
         self.details["checker_sandbox"] = checked.sandbox
         self.details["wall_s"] = round(traced.wall_s + checked.wall_s, 3)
+        refused = checked.last("refused")
+        if refused is not None:
+            self.checks.append(CheckResult("one_program", False, refused[0]["why"]))
+            return self.done(EvalStatus.REJECTED, refused[0]["why"])
+        self._read_program(checked)
+        lowering = next((h for h, _ in checked.all("check") if h["name"] == "compile" and not h["ok"]), None)
+        if lowering is not None and (lowering.get("size", 0) != 0 or not checked.all("work")):
+            return self._lowering_failed(lowering)  # the compiler refused it while lowering, here in the checker
         works = {h["size"]: h for h, _ in checked.all("work")}
         if 0 not in works:
             return self._ended_badly(checked, "checker") or self.done(EvalStatus.CRASHED, "the checker counted no work")
         full = works[0]["work"]
         self.details["work"] = full
-        self._found_estimate(traced, full)
         ok, why = proof.verdict(full, self.ref.program_work[0])
         self.checks.append(CheckResult("proof_of_kernel", ok, why, {"work": full}))
         if not ok:
@@ -214,43 +215,28 @@ class Verdict:
         if header is None:
             return self._ended_badly(self.outcome, "checker") or self.done(
                 EvalStatus.CRASHED, f"the checker did not reach check size {size}")
-        if header.get("mirror"):
-            why = (f"the CPU check program at check size {size} is not the {self.platform.label} program: "
-                   f"{header['mirror']}")
-            self.checks.append(CheckResult("one_program", False, why))
-            return self.done(EvalStatus.REJECTED, why)
         ok, why = proof.verdict(header["work"], self.ref.program_work[size], size=f"check size {size}")
         if not ok:
             self.checks.append(CheckResult("proof_of_kernel", False, why, {"work": header["work"], "size": size}))
             return self.done(EvalStatus.REJECTED, why)
         return None
 
-    def _cost_model(self, traced: JobOutcome):
-        """The static estimate from the tracer's description (in details whatever the verdict: the debugger uses it)."""
-        described = traced.last("kernels")
+    def _read_program(self, checked: JobOutcome) -> None:
+        """What the checker read of the program: its jaxpr-level work, and the cost model's estimate from its
+        kernel description (in details whatever the verdict: the debugger uses it). Both from the checker,
+        never from a message the candidate's process could write."""
+        traced = checked.last("traced_work")
+        if traced is not None:
+            self.details["traced_work"] = traced[0]["work"]
+            self.details["vmem_bytes_estimate"] = traced[0]["work"].get("vmem_bytes")
+        described = checked.last("kernels")
         if described is None or "error" in described[0]:
             self.details["cost_model"] = {"error": described[0]["error"] if described else "no kernel description"}
-            return None
-        est = self.platform.estimate(described[0]["kernels"], described[0]["chip"], self.target,
-                                     reference_flops=self.ref.matmul_floor,
-                                     ideal_f32_passes=self.ref.needed_passes)
-        self.details["cost_model"] = self.platform.details(est, self.ref.xla_seconds)
-        return est
-
-    def _found_estimate(self, traced: JobOutcome, full: dict[str, Any]) -> None:
-        """Keep the estimate only if the tracer's description agrees with the checker's count of the program."""
-        described = traced.last("kernels")
-        if self.estimate is None or described is None:
             return
-        claimed = sorted(_described_kernel(k) for k in described[0]["kernels"])
-        counted = sorted(_counted_kernel(k) for k in full["kernels"])
-        grids_match = [g for g, _ in claimed] == [g for g, _ in counted]
-        flops_match = all(max(a, b) <= DESCRIPTION_SLACK * min(a, b) or max(a, b) == 0
-                          for (_, a), (_, b) in zip(claimed, counted, strict=False))
-        if not (grids_match and flops_match):
-            self.details["cost_model"] = {"error": "the tracer's kernel description does not match the exported "
-                                          f"program (grid, matmul FLOPs per step: {claimed} vs {counted}): no estimate"}
-            self.estimate = None
+        self.estimate = self.platform.estimate(described[0]["kernels"], described[0]["chip"], self.target,
+                                               reference_flops=self.ref.matmul_floor,
+                                               ideal_f32_passes=self.ref.needed_passes)
+        self.details["cost_model"] = self.platform.details(self.estimate, self.ref.xla_seconds)
 
     def _correctness(self, traced: JobOutcome, checked: JobOutcome) -> Evaluation:
         ref, task, cand = self.ref, self.task, self.cand
@@ -305,13 +291,12 @@ class Verdict:
 
 
 def _well_formed(programs: list, check_sizes: int) -> bool:
-    """Exactly one program per size, 0 (the full size: the device program alone) to ``check_sizes`` (each with
-    its CPU program): the tracer writes these messages, and the checker and the chip must read the same ones."""
-    sizes = sorted(header.get("size") for header, _ in programs if isinstance(header.get("size"), int))
-    if sizes != list(range(check_sizes + 1)) or len(programs) != check_sizes + 1:
-        return False
-    return all(bool(header.get("cpu")) == (header["size"] > 0) and len(payload) == (2 if header["size"] else 1)
-               for header, payload in programs)
+    """Exactly one program per size, 0 (the full size) to ``check_sizes``, and the full size traced again:
+    the tracer writes these messages, and the checker must read exactly these."""
+    first = sorted(h.get("size") for h, _ in programs if not h.get("again") and isinstance(h.get("size"), int))
+    again = [h for h, _ in programs if h.get("again")]
+    return (first == list(range(check_sizes + 1)) and len(again) == 1 and again[0].get("size") == 0
+            and len(programs) == check_sizes + 2 and all(len(payload) == 1 for _, payload in programs))
 
 
 def _hint(err: dict[str, Any]) -> str:
@@ -328,19 +313,3 @@ def reference_details(ref) -> dict[str, Any]:
     est = ref.xla_estimate
     return {**est.as_dict(top=8), "precision": (ref.xla or {}).get("precision"),
             "libtpu_optimal_seconds": ((ref.xla or {}).get("cost") or {}).get("optimal_seconds")}
-
-
-def _grid_key(grid) -> tuple:
-    """A grid with every run-time-sized axis as None (the tracer writes None, Mosaic a negative extent)."""
-    return tuple(None if g is None or g < 0 else int(g) for g in grid)
-
-
-def _described_kernel(kernel: dict[str, Any]) -> tuple[tuple, float]:
-    """(grid, matmul FLOPs per grid step) of one kernel as the tracer described it."""
-    return _grid_key(kernel["grid"]), matmul_flops_per_step(kernel)
-
-
-def _counted_kernel(kernel: dict[str, Any]) -> tuple[tuple, float]:
-    """(grid, matmul FLOPs per grid step) of one kernel as the checker counted it in the compiled program."""
-    steps = max(int(kernel.get("steps") or 1), 1) * max(int(kernel.get("repeat") or 1), 1)
-    return _grid_key(kernel.get("grid", ())), float(kernel["matmul_flops"]) / steps
