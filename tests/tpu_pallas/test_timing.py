@@ -81,13 +81,14 @@ def test_a_time_below_the_chips_floor_for_the_work_is_refused(tmp_path, monkeypa
 
 
 def test_the_tracer_must_hand_over_exactly_one_program_per_size():
-    """The tracer writes its program messages itself: the checker proves, and the chip runs, the same ones."""
+    """The tracer writes its program messages itself: the checker reads exactly one per size, and the full
+    size's second trace."""
     from maxkernel_pallas_judge.judge.verdict import _well_formed
 
     blob = np.zeros(4, np.uint8)
-    good = [({"size": 0, "cpu": False}, [blob]), ({"size": 1, "cpu": True}, [blob, blob])]
+    good = [({"size": 0}, [blob]), ({"size": 1}, [blob]), ({"size": 0, "again": True}, [blob])]
     assert _well_formed(good, 1)
-    assert not _well_formed([({"size": -1, "cpu": False}, [blob]), *good], 1)  # one the checker would sort first
-    assert not _well_formed([good[0], good[0], good[1]], 1)  # two full-size programs
-    assert not _well_formed([({"size": 0, "cpu": True}, [blob, blob]), good[1]], 1)  # a CPU twin at full size
-    assert not _well_formed(good[:1], 1)
+    assert not _well_formed([({"size": -1}, [blob]), *good], 1)  # one the checker would sort first
+    assert not _well_formed([good[0], *good], 1)  # two full-size programs
+    assert not _well_formed(good[:2], 1)  # no second trace
+    assert not _well_formed([good[0], ({"size": 1}, [blob, blob]), good[2]], 1)  # two blobs in one message

@@ -22,6 +22,7 @@ from typing import Any
 import pickle
 import types
 
+import jax
 import numpy as np
 from jax._src import core, source_info_util
 from jax._src.literals import TypedNdArray
@@ -75,6 +76,8 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset({
     ("maxkernel_pallas_judge.judge.jaxpr_wire", "_typed_ndarray"),
     ("maxkernel_pallas_judge.judge.jaxpr_wire", "_placeholder"),
     ("maxkernel_pallas_judge.judge.jaxpr_wire", "_singleton"),
+    ("maxkernel_pallas_judge.judge.jaxpr_wire", "_device_array"),
+    ("maxkernel_pallas_judge.judge.jaxpr_wire", "_key_array"),
 })
 
 
@@ -151,8 +154,21 @@ def _singleton_name(obj) -> str | None:
     return None
 
 
+def _device_array(value: np.ndarray):
+    return jax.numpy.asarray(value)
+
+
+def _key_array(data: np.ndarray, impl: str):
+    return jax.random.wrap_key_data(data, impl=impl)
+
+
 def _typed_ndarray(value: np.ndarray, aval):
     return TypedNdArray(value, aval)
+
+
+class _Named:
+    def __init__(self, name: str) -> None:
+        self.func_name = name
 
 
 class _Placeholder:
@@ -161,6 +177,7 @@ class _Placeholder:
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.debug_info = _Named(name)  # what jax's printing of a custom_jvp or custom_vjp call reads
 
     def __call__(self, *args, **kwargs):
         raise WireError(f"the program calls {self.name}, a function of the candidate's process: the checker "
@@ -204,6 +221,10 @@ class _Writer(pickle.Pickler):
             return (_singleton, (singleton,))
         if isinstance(obj, TypedNdArray):
             return (_typed_ndarray, (obj.view(np.ndarray), obj.aval))
+        if isinstance(obj, jax.Array):  # a constant of the program (a module's weights): its values cross
+            if jax.dtypes.issubdtype(obj.dtype, jax.dtypes.prng_key):
+                return (_key_array, (np.asarray(jax.random.key_data(obj)), str(jax.random.key_impl(obj))))
+            return (_device_array, (np.asarray(obj),))
         if isinstance(obj, (types.FunctionType, types.MethodType, types.BuiltinFunctionType)) or _wrapped_fun(obj):
             if (getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)) in ALLOWED:
                 return NotImplemented  # a reader's own reconstructor: crosses by name

@@ -5,10 +5,11 @@ programs run on the CPU; nothing ties the two unless they are one program. A mod
 each time it is called (a kernel that ignores its inputs on the first trace, the honest one after), or by the
 shapes it is given. The two full-size traces must be identical (the same jaxpr, to its last literal); a
 check-size trace with the full size's shapes must be identical to it too; one at other shapes must be the same
-program up to shapes: the same kernels, each with the same operations in its body, and the same arithmetic
-around them, count for count (data movement, which legitimately depends on shapes, aside). Literal values may
-differ with shapes (``1 / sqrt(d)``) and are not compared there: a module that scales its output by size
-alone passes this on a CPU, and is caught by the full-size run on the chip where there is one.
+program up to shapes: as many kernels, each with the same kinds of operation in its body, and the same kinds
+of arithmetic around them (data movement, which legitimately depends on shapes, aside). Counts and literal
+values may follow the shapes (a loop unrolled over a shape's pages, ``1 / sqrt(d)``) and are not compared: a
+module that adds one more of an operation it already has, or scales by a constant, only at the full size
+passes this on a CPU, and is caught by the full-size run on the chip where there is one.
 
 Also here: a program whose computation the platform selects at lowering (``lax.platform_dependent``) is refused
 outright: its CPU program and its device program would be two programs.
@@ -52,13 +53,14 @@ def _walk(jaxpr: core.Jaxpr, ops: Counter, kernels: list[tuple]) -> None:
             _walk(sub, ops, kernels)
 
 
-def structure(closed: core.ClosedJaxpr) -> tuple[tuple, tuple]:
-    """(the operations outside kernels, count by name; each kernel body's operations), shapes and data
-    movement aside."""
+def structure(closed: core.ClosedJaxpr) -> tuple[frozenset, tuple]:
+    """(the kinds of operation outside kernels; each kernel body's kinds of operation), shapes and data
+    movement aside. Kinds, not counts: a kernel that unrolls a loop over pages or blocks in Python (an expert's
+    paged attention) repeats its operations as many times as its shapes say."""
     ops: Counter = Counter()
     kernels: list[tuple] = []
     _walk(closed.jaxpr, ops, kernels)
-    return tuple(sorted(ops.items())), tuple(sorted(kernels))
+    return frozenset(ops), tuple(sorted(tuple(sorted(name for name, _ in body)) for body in kernels))
 
 
 def primitives(closed: core.ClosedJaxpr) -> set[str]:
@@ -79,11 +81,9 @@ def _shapes(closed: core.ClosedJaxpr) -> list:
     return [(tuple(v.aval.shape), str(v.aval.dtype)) for v in closed.jaxpr.invars]
 
 
-def _diff(a: tuple, b: tuple) -> str:
-    left, right = Counter(dict(a)), Counter(dict(b))
-    more, fewer = right - left, left - right
-    parts = [f"{n} more {name}" for name, n in sorted(more.items())] + [f"{n} fewer {name}" for name, n in
-                                                                        sorted(fewer.items())]
+def _diff(full, other) -> str:
+    added, missing = sorted(set(other) - set(full)), sorted(set(full) - set(other))
+    parts = [f"{name} where the full size has none" for name in added] + [f"no {name}" for name in missing]
     return ", ".join(parts[:6]) or "the same operations, differently grouped"
 
 

@@ -210,12 +210,13 @@ def _send(traced, emit: Emit, stage: Callable[[str], None], source: str) -> None
     """Each traced program as bytes the checker reads back with the judge's own classes (``jaxpr_wire``): the
     checker lowers, exports and runs them; nothing is lowered here, where the candidate's code lives."""
     from . import jaxpr_wire
+    from .jaxpr_inline import inline_closed
 
     stage("send the programs")
     for index, closed in enumerate(traced):
         again = index == len(traced) - 1
         try:
-            data = jaxpr_wire.dumps(closed)
+            data = jaxpr_wire.dumps(inline_closed(closed))
         except Exception as exc:
             emit({"type": "check", "name": "export", "ok": False, "size": 0 if again else index,
                   "error": error_record(exc, source)})

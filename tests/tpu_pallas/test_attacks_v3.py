@@ -1,0 +1,74 @@
+"""Judge v3 (issue 44): one attack or more per class, each judged not ok, and the honest kernels still ok.
+
+1. a different program handed over than ``computation`` traces; 2. a CPU program unlike the TPU program;
+3. a full-size program unlike the check-size one; 4. work-accounting holes; 5. kernels exact in Pallas' plain
+interpreter and wrong on a TPU; 6. a forged estimate. The candidates are in ``attacks_v3/``."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from maxkernel_core import Candidate, EvalStatus
+
+from .conftest import KERNELS
+
+pytestmark = pytest.mark.slow  # real workers
+ATTACKS = Path(__file__).parent / "attacks_v3"
+
+
+def source(name: str) -> str:
+    """An attack's module, with ``# @include FILE as NAME`` pasted from the honest kernels."""
+    def include(match: re.Match) -> str:
+        return re.sub(r"^def computation\(", f"def {match[2]}(", (KERNELS / match[1]).read_text(), flags=re.M)
+
+    return re.sub(r"^# @include (\S+) as (\w+)$", include, (ATTACKS / name).read_text(), flags=re.M)
+
+
+def judge(backend, task, name: str):
+    return backend.evaluate(task, Candidate(task.id, source(name)), target="v5e")
+
+
+@pytest.mark.parametrize("attack, status, reason", [
+    ("custom_primitive.py", EvalStatus.REJECTED, r"primitive 'maxkernel_fast_gemm' that jax does not define"),
+    ("platform_branch.py", EvalStatus.REJECTED, r"selects its computation by platform"),
+    ("first_trace_differs.py", EvalStatus.REJECTED, r"traced another program at full size the second time"),
+    ("named_like_a_kernel.py", EvalStatus.REJECTED, r"matmul/conv FLOPs .* run in jnp outside pallas_call"),
+    ("wrapping_counter.py", EvalStatus.REJECTED, r"matmul/conv FLOPs .*data-dependent loop"),
+    ("contraction_as_sum.py", EvalStatus.REJECTED, r"matmul/conv FLOPs .* run in jnp outside pallas_call"),
+])
+def test_programs_and_work_the_candidate_writes_are_refused(tpu_backend, task_of, attack, status, reason):
+    ev = judge(tpu_backend, task_of("matmul_bias_gelu"), attack)
+    assert ev.status is status, (ev.status, ev.reason)
+    assert re.search(reason, ev.reason), ev.reason
+
+
+def test_a_cpu_lowering_of_its_own_changes_nothing(tpu_backend, task_of):
+    """Its rule would make every kernel right on the CPU; the checker lowers with its own rules, so the kernel
+    is judged as it is (a quarter of K short), if the integrity check has not refused it first."""
+    ev = judge(tpu_backend, task_of("matmul_bias_gelu"), "cpu_lowering_rule.py")
+    assert ev.status in (EvalStatus.INCORRECT, EvalStatus.REJECTED), (ev.status, ev.reason)
+
+
+@pytest.mark.parametrize("attack, reason", [
+    ("revisited_output_block.py", r"Revisited block"),
+    ("dma_read_before_wait.py", r"wrong result|NaN"),
+    ("out_of_bounds_slice.py", r"out.of.bounds|Out of bounds|raised"),
+    ("aliased_input_read_late.py", r"wrong result"),
+    ("branch_on_scratch_fill.py", r"wrong result|NaN"),
+])
+def test_kernels_the_plain_interpreter_passes_and_a_tpu_fails_are_incorrect(tpu_backend, task_of, attack, reason):
+    ev = judge(tpu_backend, task_of("matmul"), attack)
+    assert ev.status is EvalStatus.INCORRECT, (ev.status, ev.reason)
+    assert re.search(reason, ev.reason, re.IGNORECASE), ev.reason
+
+
+def test_a_forged_kernel_description_does_not_change_the_estimate(tpu_backend, task_of):
+    task = task_of("matmul_bias_gelu")
+    forged = judge(tpu_backend, task, "forge_estimate.py")
+    honest = tpu_backend.evaluate(task, Candidate(task.id, (KERNELS / "honest_matmul_bias_gelu.py").read_text()),
+                                  target="v5e")
+    assert forged.ok and honest.ok, (forged.reason, honest.reason)
+    assert forged.estimate.seconds == pytest.approx(honest.estimate.seconds)
+    assert [k["name"] for k in forged.details["cost_model"]["kernels"]] != ["forged"]
