@@ -116,8 +116,9 @@ def _correctness(sets, inputs, runners, chip, emit: Emit, stage: Callable[[str],
         dyn = inputs[at:at + spec["n_inputs"]]
         at += spec["n_inputs"]
         run, semantic = runners[spec["size"]], chip is not None and chip[0] == spec["size"]
-        if semantic:
+        if semantic:  # its state (blocks visited, buffers, DMAs) must start empty: this checker served others
             run, chip = chip[1], None
+            _reset_semantics()
         stage(f"correctness, set {index}" + (" (the chip's semantics)" if semantic else ""))
         try:
             outputs = [np.asarray(x) for x in jax.tree_util.tree_leaves(run(*dyn))]
@@ -132,7 +133,8 @@ def _correctness(sets, inputs, runners, chip, emit: Emit, stage: Callable[[str],
 
 
 def _reset_semantics() -> None:
-    """The TPU-semantics interpreter keeps state a failed run leaves broken; this checker serves later ones."""
+    """The TPU-semantics interpreter keeps process-wide state (blocks visited per kernel, buffers, DMAs) that one
+    program's run, or its failure, leaves behind: a kept checker clears it around each run."""
     from jax.experimental.pallas import tpu as pltpu
 
     pltpu.reset_tpu_interpret_mode_state()
