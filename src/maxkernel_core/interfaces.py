@@ -104,6 +104,11 @@ class Backend(abc.ABC):
         return (f"Task {task.id}: {task.description}\nInput dtype {task.dtype or 'see reference'}; "
                 f"tolerances atol={task.atol}, rtol={task.rtol}.")
 
+    def deliverables(self, evaluation: Evaluation) -> dict[str, bytes]:
+        """Files a run writes beside the best kernel's source, by name: the program its verdict is about
+        (``Evaluation.artifact``), so that what users run is what was judged. None by default."""
+        return {}
+
     def host_checks(self) -> list[HostCheck]:
         """What this backend finds on this host (its chip and how it was found, the sandbox candidates run in),
         for ``maxkernel doctor``; nothing by default."""

@@ -362,6 +362,9 @@ class Evaluation:
     #: "run-id/candidate-id" of the evaluation whose verdict this is, when identical code was judged before
     #: under the same judge (not counted against the budget); "" for a verdict made for this candidate
     reused_from: str = ""
+    #: sha256 of the program this verdict is about, as the backend delivers it beside the source
+    #: (``Backend.deliverables``): what was proven, compiled and (on a chip) measured; "" when there is none
+    artifact: str = ""
 
     @property
     def ok(self) -> bool:

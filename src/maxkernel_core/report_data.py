@@ -34,6 +34,8 @@ def candidate_rows(evaluations, candidates: dict[str, Any]) -> list[dict[str, An
             "sandbox": e.sandbox or None,
             # "run/candidate" whose verdict this is when identical code was judged before (not re-judged)
             "reused_from": e.reused_from or None,
+            # sha256 of the program the verdict is about (delivered beside kernel.py for the best)
+            "artifact": e.artifact or None,
             "parent": c.parent_id if c is not None else None,
             "parameters": dict(c.parameters) if c is not None else {},
             "made_by": (how.transformation or how.role or "") if how is not None else "",

@@ -116,7 +116,7 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
             raise
         finally:
             session.close()
-        write_outputs(result, loaded, config, store, Path(out or settings.run.out))
+        write_outputs(result, loaded, config, store, Path(out or settings.run.out), backend)
         return result
     finally:
         if owned and executor is not None:
@@ -124,7 +124,7 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
         backend.close()
 
 
-def kernel_header(result: RunResult, task, config: RunConfig) -> str:
+def kernel_header(result: RunResult, task, config: RunConfig, delivered: list[str] = ()) -> str:
     best = result.best
     ev, cand = best.evaluation, best.candidate
     from .speed import phrase
@@ -132,9 +132,11 @@ def kernel_header(result: RunResult, task, config: RunConfig) -> str:
     speed = phrase(ev.profile) if ev.profile and ev.profile.seconds else "not measured"
     checks = ", ".join(f"{c.name} {'ok' if c.passed else 'FAILED'}" for c in ev.checks)
     how = cand.provenance
+    program = (f"The program this verdict is about: {', '.join(delivered)} beside this file (sha256 {ev.artifact}); "
+               "run that to run what was judged.\n" if delivered and ev.artifact else "")
     return (f'"""Best kernel of maxkernel run {result.run_id} for task {task.id}, target {config.target}.\n\n'
             f"Verdict: {ev.status.value} ({checks}).\n{ev.reason}\n"
-            f"Speed: {speed}.\nParameters: {json.dumps(cand.parameters, sort_keys=True)}.\n"
+            f"Speed: {speed}.\nParameters: {json.dumps(cand.parameters, sort_keys=True)}.\n{program}"
             f"Obtained by strategy {config.strategy} with provider {config.provider}: {how.role or '?'} "
             f"({how.transformation or how.model or 'first version'}), candidate {cand.id}, after "
             f"{result.evaluations} evaluations.\n"
@@ -142,13 +144,20 @@ def kernel_header(result: RunResult, task, config: RunConfig) -> str:
             f'--target {config.target}\n"""\n\n')
 
 
-def write_outputs(result: RunResult, task, config: RunConfig, store: RunStore, out: Path) -> dict[str, Path]:
+def write_outputs(result: RunResult, task, config: RunConfig, store: RunStore, out: Path,
+                  backend=None) -> dict[str, Path]:
+    """kernel.py (the best verified kernel's source) and the program its verdict is about beside it (the
+    backend's deliverables), report.json, report.html, and the search graph when there is one."""
     out.mkdir(parents=True, exist_ok=True)
     written = {}
     if result.best is not None:
+        delivered = backend.deliverables(result.best.evaluation) if backend is not None else {}
         path = out / "kernel.py"
-        path.write_text(kernel_header(result, task, config) + result.best.candidate.code)
+        path.write_text(kernel_header(result, task, config, sorted(delivered)) + result.best.candidate.code)
         written["kernel"] = path
+        for name, data in delivered.items():
+            (out / name).write_bytes(data)
+            written[name] = out / name
     from .report_data import report_data
 
     report = report_data(result, config, store)

@@ -108,6 +108,14 @@ class PallasBackend(Backend):
                 f"The candidate must define `computation` with the same arguments as `{entry}` "
                 f"(dynamic arguments, then static ones) and match it within atol={task.atol}, rtol={task.rtol}.")
 
+    def deliverables(self, evaluation: Evaluation) -> dict[str, bytes]:
+        """The full-size program the verdict is about (``kernel.jaxexport``: jax.export's serialization, as the
+        checker made, proved and compiled it, and on a chip measured it), when this store holds it."""
+        from .judge.traces import ARTIFACT_NAME, artifact_bytes
+
+        data = artifact_bytes(evaluation.artifact) if evaluation.artifact else None
+        return {ARTIFACT_NAME: data} if data is not None else {}
+
     def host_checks(self) -> list[HostCheck]:
         """The chip this host has (as its runtime reports it) and whether its programs are measured, and the
         sandbox candidates run in."""

@@ -22,8 +22,22 @@ from .targets import TARGETS, check_target
 
 __all__ = [
     "MAX_GLUE_MATMUL_SHARE", "MAX_GLUE_WORK_SHARE", "TARGETS", "VMEM_HEADROOM", "check_target", "chip_facts",
-    "derived_small", "estimate", "fits_vmem", "load_reference", "reference_inputs", "reference_source", "scoped_vmem_limit", "vmem_capacity", "work_stats",
+    "derived_small", "estimate", "fits_vmem", "load_program", "load_reference", "reference_inputs", "reference_source",
+    "scoped_vmem_limit", "vmem_capacity", "work_stats",
 ]
+
+def load_program(path):
+    """The program a run delivered beside its kernel's source (``kernel.jaxexport``): the full-size program the
+    judge proved, compiled for the target and, on a chip, measured, as a jitted function of the task's dynamic
+    inputs. It runs on the target's chip (its kernels are Mosaic's); this is what was judged, whatever the
+    module's ``computation`` does elsewhere."""
+    from pathlib import Path
+
+    import jax
+    from jax import export
+
+    return jax.jit(export.deserialize(bytearray(Path(path).read_bytes())).call)
+
 
 def load_reference(task: Task):
     """The task's reference module, imported in this process as the judge's worker imports it (a

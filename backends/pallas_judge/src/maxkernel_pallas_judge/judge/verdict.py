@@ -20,6 +20,7 @@ from ..profiling.records import precision_note
 from ..sandbox.pool import JobOutcome, Limits
 from . import proof
 from .compare import compare
+from .traces import keep_artifact
 
 
 
@@ -56,6 +57,7 @@ class Verdict:
             self.details["xla_reference"] = reference_details(ref)
         self.outcome: JobOutcome | None = None
         self.estimate = None  # the cost model's estimate, once founded and completed by the compile
+        self.artifact = ""  # the digest of the full-size program the checker made and compiled, once it did
 
     def done(self, status: EvalStatus, reason: str, **extra: Any) -> Evaluation:
         outcome = self.outcome
@@ -65,7 +67,7 @@ class Verdict:
             self.cand.id, self.estimate, self.ref.xla_seconds, _precision_note(self.ref))
         sandbox = self.details.get("sandbox") or ""
         return Evaluation(self.cand.id, status, reason, tuple(self.checks), self.details, target=self.target,
-                          estimate=estimate, sandbox=sandbox, **extra)
+                          estimate=estimate, sandbox=sandbox, artifact=self.artifact, **extra)
 
     def _ended_badly(self, outcome: JobOutcome, who: str) -> Evaluation | None:
         error = outcome.last("error")
@@ -189,6 +191,9 @@ class Verdict:
         comp = checked.last("check")
         if comp is None:
             return self._ended_badly(checked, "checker") or self.done(EvalStatus.CRASHED, "no compile result")
+        canonical = checked.last("canonical")
+        if canonical is not None and comp[0].get("ok"):
+            self.artifact = keep_artifact(canonical[1][0])  # the program every later fact is about
         failed = self._compile(comp[0])
         if failed is not None:
             return failed
