@@ -28,6 +28,9 @@ from .program import interpreted
 from .work import work_stats
 
 Emit = Callable[..., None]
+#: set when a job leaves this process unfit for another (a failed TPU-semantics run whose callbacks may still
+#: be running): the worker exits after reporting it
+RETIRE = False
 
 
 def _read(job: dict[str, Any], blobs: list[np.ndarray]) -> tuple[dict[int, Any], Any]:
@@ -123,13 +126,18 @@ def _correctness(sets, inputs, runners, chip, emit: Emit, stage: Callable[[str],
         try:
             outputs = [np.asarray(x) for x in jax.tree_util.tree_leaves(run(*dyn))]
         except Exception as exc:
-            if semantic:
-                _reset_semantics()
+            if semantic:  # its callbacks may still run on XLA's threads: this process is not reused after it
+                _retire()
             where = " in the TPU-semantics interpreter" if semantic else ""
             emit({"type": "outputs", "index": index, "error": {"type": type(exc).__name__,
                                                                "message": f"{str(exc)[:1400]}{where}", "line": None}})
             return
         emit({"type": "outputs", "index": index, "semantics": semantic}, outputs)
+
+
+def _retire() -> None:
+    global RETIRE
+    RETIRE = True
 
 
 def _reset_semantics() -> None:

@@ -107,8 +107,8 @@ def main(argv: list[str]) -> None:
             emit({"type": "error", "kind": type(exc).__name__, "message": str(exc)[:1500],
                   "traceback": "".join(traceback.format_exception(exc, limit=-6))[-3000:]})
         emit({"type": "done"})
-        if kind == "trace":
-            os._exit(0)  # one candidate per process; the parent kills the group anyway
+        if kind == "trace" or check_job.RETIRE:
+            os._exit(0)  # one candidate per process (a checker a failed run left unfit too): the parent replaces it
 
 
 if __name__ == "__main__":
