@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 from attrs import field, frozen
 
-from ..sandbox.pool import JobOutcome, WorkerPool
+from ..sandbox.pool import WorkerPool
+from ..sandbox.records import JobOutcome
 from .compare import distance
 from .traces import keep_trace
 

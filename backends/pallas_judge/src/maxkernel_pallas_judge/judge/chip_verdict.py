@@ -16,7 +16,7 @@ import numpy as np
 from attrs import asdict, evolve
 from maxkernel_core import Achieved, CheckResult, EvalStatus, Evaluation, Profile, TestReport
 
-from ..sandbox.pool import JobOutcome
+from ..sandbox.records import JobOutcome
 from .compare import compare, distance
 from .traces import keep_trace
 

@@ -36,7 +36,8 @@ import numpy as np
 from attrs import field, frozen
 from maxkernel_core import Candidate, Evaluation, Fit, Task, TaskError
 
-from ..sandbox.pool import JobOutcome, Limits, WorkerPool
+from ..sandbox.pool import WorkerPool
+from ..sandbox.records import JobOutcome, Limits
 from .platform import Platform, load_platform
 from .chip_host import ChipHolder, ChipReference
 from .verdict import Verdict, crash_reason

@@ -17,7 +17,7 @@ from typing import Any
 from maxkernel_core import Candidate, CheckResult, CompileError, EvalStatus, Evaluation, Task, TestReport
 
 from ..profiling.records import precision_note
-from ..sandbox.pool import JobOutcome, Limits
+from ..sandbox.records import JobOutcome, Limits
 from . import proof
 from .compare import compare
 from .traces import keep_artifact
