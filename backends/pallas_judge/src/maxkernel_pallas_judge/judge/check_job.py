@@ -96,9 +96,9 @@ def run_check(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: 
         runners[size] = interpreted(programs[size])
     memory.install()
     semantics = platform.semantic_interpreter()
-    chip = None  # the chip's semantics on the first set of the first size, the plain interpreter on the others
+    chip = None  # the first set of the first size: its kernels also under the chip's semantics, one by one
     if runners and semantics is not None:
-        chip = (min(runners), interpreted(programs[min(runners)], semantics))
+        chip = (min(runners), programs[min(runners)], semantics, job.get("atol", 0.0), job.get("rtol", 0.0))
     _correctness(job["sets"], inputs, runners, chip, emit, stage)
 
 
@@ -112,27 +112,43 @@ def _describe(closed, target: str, platform: Platform, emit: Emit) -> None:
 
 
 def _correctness(sets, inputs, runners, chip, emit: Emit, stage: Callable[[str], None]) -> None:
-    """Every input set through its size's CPU program; the first set of ``chip``'s size through the chip's
-    semantics (``chip``: that size and its runner, or None)."""
+    """Every input set through its size's CPU program; on the first set of ``chip``'s size, its kernels also
+    held to the chip's semantics (``semantics.first_difference``; ``chip``: that size, its program, the
+    semantic interpreter and the task's tolerances, or None)."""
     at = 0
     for index, spec in enumerate(sets):
         dyn = inputs[at:at + spec["n_inputs"]]
         at += spec["n_inputs"]
-        run, semantic = runners[spec["size"]], chip is not None and chip[0] == spec["size"]
-        if semantic:  # its state (blocks visited, buffers, DMAs) must start empty: this checker served others
-            run, chip = chip[1], None
-            _reset_semantics()
-        stage(f"correctness, set {index}" + (" (the chip's semantics)" if semantic else ""))
+        stage(f"correctness, set {index}")
         try:
-            outputs = [np.asarray(x) for x in jax.tree_util.tree_leaves(run(*dyn))]
+            outputs = [np.asarray(x) for x in jax.tree_util.tree_leaves(runners[spec["size"]](*dyn))]
         except Exception as exc:
-            if semantic:  # its callbacks may still run on XLA's threads: this process is not reused after it
-                _retire()
-            where = " in the TPU-semantics interpreter" if semantic else ""
-            emit({"type": "outputs", "index": index, "error": {"type": type(exc).__name__,
-                                                               "message": f"{str(exc)[:1400]}{where}", "line": None}})
+            emit({"type": "outputs", "index": index, "error": {"type": type(exc).__name__, "message": str(exc)[:1500],
+                                                               "line": None}})
             return
-        emit({"type": "outputs", "index": index, "semantics": semantic}, outputs)
+        if chip is not None and chip[0] == spec["size"]:
+            stage(f"correctness, set {index}: kernels under the chip's semantics")
+            why = _semantic_difference(chip, dyn)
+            chip = None
+            if why:
+                emit({"type": "outputs", "index": index, "error": {"type": "ChipSemantics", "message": why[:1500],
+                                                                   "line": None}})
+                return
+        emit({"type": "outputs", "index": index}, outputs)
+
+
+def _semantic_difference(chip, dyn) -> str | None:
+    from .semantics import first_difference
+
+    _, closed, semantics, atol, rtol = chip
+    try:
+        why = first_difference(closed, dyn, semantics, atol, rtol, _reset_semantics)
+    except Exception as exc:
+        why = f"the program fails under the TPU's semantics: {type(exc).__name__}: {str(exc)[-800:]}"
+    if why:  # a failed semantic run's callbacks may still run on XLA's threads: this process is not reused
+        _retire()
+    _reset_semantics()
+    return why
 
 
 def _retire() -> None:

@@ -238,7 +238,7 @@ class Evaluator:
         job = {"kind": "check", "platform": self.platform.spec, "target": target,
                "programs": [{"size": h["size"], "again": bool(h.get("again"))} for h, _ in programs],
                "sets": [{"n_inputs": s["n_inputs"], "size": s["size"]} for s in ref.sets],
-               "reference_work": ref.program_work}
+               "reference_work": ref.program_work, "atol": task.atol, "rtol": task.rtol}
         arrays = [payload[0] for _, payload in programs] + [a for set_inputs in ref.inputs for a in set_inputs]
         return self.pool.run_checker(job, arrays)
 
