@@ -33,7 +33,7 @@ def crash_reason(outcome: JobOutcome, limits: Limits) -> str:
             signal.SIGSEGV: "segmentation fault: native code crashed",
             signal.SIGBUS: "bus error: native code crashed",
             signal.SIGABRT: "aborted (often a failed allocation or a fatal runtime check)",
-            signal.SIGKILL: f"killed (SIGKILL), most likely over the {limits.memory_mb} MiB memory limit",
+            signal.SIGKILL: f"killed (SIGKILL), most likely over the memory limit ({limits.memory_mb} MiB beyond the warmed-up runtime)",
             signal.SIGXCPU: "over the CPU-time limit",
         }
         return f"worker {outcome.how_it_ended}{during}: {hints.get(sig, 'killed by a signal')}"
@@ -112,7 +112,7 @@ class Verdict:
                 if err["type"] == "SystemExit":
                     return self.done(EvalStatus.CRASHED, err["message"])
                 if err["type"] == "MemoryError":
-                    return self.done(EvalStatus.CRASHED, f"ran out of memory (limit {self.limits.memory_mb} MiB) "
+                    return self.done(EvalStatus.CRASHED, f"ran out of memory (limit {self.limits.memory_mb} MiB beyond the warmed-up runtime) "
                                      f"while importing the module: {err['message']}")
                 line = f" (candidate line {err['line']})" if err.get("line") else ""
                 return self.done(EvalStatus.COMPILE_ERROR, f"importing the module failed: {err['type']}: "

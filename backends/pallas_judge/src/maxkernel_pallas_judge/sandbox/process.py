@@ -60,6 +60,17 @@ def uses_device(limits: Limits) -> bool:
     return limits.device == platform.name or (limits.device == "auto" and platform.attached())
 
 
+def trusted_memory_mb(limits: Limits) -> int:
+    """The task's own reference (trusted code) may use half the host's memory when that is more than a
+    candidate's limit: a full-size reference's temporaries (10p's experts: 7.5 GB) are not a candidate's to
+    bound, and the limit is there only to keep a runaway reference from taking the machine."""
+    try:
+        host_mb = (os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")) >> 20
+    except (ValueError, OSError):
+        host_mb = 0
+    return max(limits.memory_mb, host_mb // 2)
+
+
 class Worker:
     """One worker process, its scratch folder, and a thread reading its messages."""
 
@@ -87,7 +98,7 @@ class Worker:
         # The device worker runs no candidate Python, and a TPU runtime maps far more address space than any
         # limit a CPU worker gets: its memory is the chip's, bounded by the chip. It lives across many jobs, so a
         # CPU-time limit would end it for the sum of them; each job's wall-clock limit still holds.
-        memory_mb, cpu_s = (0, 0) if on_device else (limits.memory_mb, cpu_s)
+        memory_mb, cpu_s = (0, 0) if on_device else (limits.memory_mb if sandboxed else trusted_memory_mb(limits), cpu_s)
         argv = [sys.executable, "-m", "maxkernel_pallas_judge.sandbox.worker", str(job_r), str(res_w),
                 str(memory_mb), str(cpu_s), limits.platform]
         if self.sandbox == "bwrap":
