@@ -39,13 +39,35 @@ def test_a_tpu_the_runtime_lists_is_attached_whatever_dev_holds(tmp_path, monkey
     assert chip.line() == "TPU v5 lite attached (jax.devices('tpu') in a child process)"
 
 
+_HELD = """
+    def devices(name):
+        raise RuntimeError("TPU initialization failed: The TPU is already in use by process with pid 4242.")
+"""
+
+
 def test_a_chip_held_by_another_process_is_attached_and_busy(tmp_path, monkeypatch):
-    _child_path(monkeypatch, _fake_jax(tmp_path, """
-        def devices(name):
-            raise RuntimeError("TPU initialization failed: The TPU is already in use by process with pid 4242.")
-    """))
+    _child_path(monkeypatch, _fake_jax(tmp_path, _HELD))
+    monkeypatch.setattr(chip_probe, "BUSY_RETRIES_S", (0.0,))
+    monkeypatch.setenv("TPU_ACCELERATOR_TYPE", "v5litepod-4")  # a host that shows a chip (the lent one does)
     chip = ask_runtime("tpu")
     assert chip.attached and chip.busy and "held by another process" in chip.how
+
+
+def test_a_lock_held_on_a_host_without_a_chip_is_no_answer(tmp_path, monkeypatch):
+    """libtpu takes its lock before it looks for a device: two probes at once on a host with none must not make
+    one of them find a TPU (CI, two test processes)."""
+    _child_path(monkeypatch, _fake_jax(tmp_path, _HELD))
+    monkeypatch.setattr(chip_probe, "BUSY_RETRIES_S", (0.0, 0.0))
+    monkeypatch.setattr(chip_probe, "host_shows_chip", lambda platform: False)
+    chip = ask_runtime("tpu")
+    assert not chip.attached and not chip.definite and "lock stayed held" in chip.how
+
+
+def test_a_busy_answer_is_asked_again_and_the_runtime_then_decides(tmp_path, monkeypatch):
+    answers = iter([ChipFound("tpu", True, "", 0, "h", busy=True), ChipFound("tpu", False, how="no TPU here")])
+    monkeypatch.setattr(chip_probe, "_ask_once", lambda platform, timeout_s: next(answers))
+    monkeypatch.setattr(chip_probe, "BUSY_RETRIES_S", (0.0, 0.0))
+    assert ask_runtime("tpu") == ChipFound("tpu", False, how="no TPU here")
 
 
 def test_no_tpu_here_says_what_the_runtime_said():

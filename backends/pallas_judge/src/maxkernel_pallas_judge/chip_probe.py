@@ -9,7 +9,10 @@ process that holds it, and the judge's device worker opens it only after the pro
 Starting a TPU's runtime takes seconds (about 15 s on a v5e), so a host's answer is kept on disk for the
 life of its boot, keyed by everything that could change it (the interpreter, the import path, jax and libtpu
 versions, ``/dev``'s names, the ``TPU_*``/``CUDA_*`` variables). A chip another process holds answers busy,
-which still means attached.
+which still means attached, but only where the host shows a chip at all: libtpu takes its lock before it looks
+for a device, so two probes at once on a host with none (two test processes, say) make one of them "busy".
+A busy answer is asked again after a pause, and one that stays busy on a host with no TPU device file and no
+``TPU_*`` setting is no answer (not attached, asked again next time).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from attrs import asdict, frozen
@@ -30,7 +34,9 @@ from attrs import asdict, frozen
 BUSY_MARKERS = ("already in use", "libtpu_lockfile", "Device or resource busy", "EBUSY")
 PROBE_TIMEOUT_S = 120.0
 #: part of the cache key: a changed probe asks again
-PROBE_VERSION = 2
+PROBE_VERSION = 3
+#: pauses before asking again while libtpu's lock is held: another probe lets go within seconds
+BUSY_RETRIES_S = (1.0, 3.0, 6.0)
 #: the child's program: argv[1] is the platform; one JSON line on stdout
 _CHILD = """
 import json, sys
@@ -85,7 +91,32 @@ def found(platform: str, *, cache_dir: Path | None = None, refresh: bool = False
 
 
 def ask_runtime(platform: str, timeout_s: float = PROBE_TIMEOUT_S) -> ChipFound:
-    """Start JAX on ``platform`` alone in a child process and read what it lists."""
+    """Start JAX on ``platform`` alone in a child process and read what it lists; while another process holds
+    the runtime's lock, ask again after a pause."""
+    answer = _ask_once(platform, timeout_s)
+    for pause in BUSY_RETRIES_S:
+        if not answer.busy:
+            return answer
+        time.sleep(pause)
+        answer = _ask_once(platform, timeout_s)
+    if answer.busy and not host_shows_chip(platform):
+        return ChipFound(platform, False, how=f"{answer.how.split(':')[0]}: the runtime's lock stayed held by "
+                                              "another process, and this host has no TPU device file or TPU_* "
+                                              "setting", definite=False)
+    return answer
+
+
+def host_shows_chip(platform: str) -> bool:
+    """Whether the host shows signs of ``platform``'s chip: its device files or its runtime's settings (evidence
+    for a busy answer only; the runtime decides otherwise)."""
+    if platform != "tpu":
+        return any(Path("/dev").glob("nvidia[0-9]*"))
+    dev = Path("/dev")
+    return (any(dev.glob("accel*")) or any(p.name.isdigit() for p in dev.glob("vfio/*"))
+            or any(k.startswith("TPU_") for k in os.environ))
+
+
+def _ask_once(platform: str, timeout_s: float) -> ChipFound:
     env = {k: v for k, v in os.environ.items() if k != "ALLOW_MULTIPLE_LIBTPU_LOAD"}
     env["JAX_PLATFORMS"] = platform  # the parent may have set cpu for itself: the child asks for the chip alone
     how = f"jax.devices({platform!r}) in a child process"
