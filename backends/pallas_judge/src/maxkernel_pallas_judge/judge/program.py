@@ -47,6 +47,13 @@ def _rewrite_param(value: Any, counter) -> Any:
     return value
 
 
+def interpreted_params(eqn, interpret: Any = True) -> dict[str, Any]:
+    """``eqn``'s bind parameters with every ``pallas_call`` nested in them (a loop's or a branch's body) in
+    Pallas' interpreter."""
+    counter = _Counter(interpret)
+    return eqn.primitive.get_bind_params({k: _rewrite_param(v, counter) for k, v in eqn.params.items()})
+
+
 def _kernel_call(eqn, counter, interpret: Any = True):
     params = {**eqn.params, "interpret": interpret}
 

@@ -9,7 +9,8 @@ and no arithmetic outside the kernels is run any other way than the verdict's (r
 under the semantic interpreter changed XLA's fusion of a bf16 tail around it, and with it the last bits of
 results that were right: 23k's honest kernel read 4 values out of tolerance that way).
 
-Kernels inside a loop or a branch are run as their loop or branch: they are checked by the plain run alone.
+Kernels inside a loop or a branch are run as their loop or branch, in the plain interpreter: they are checked by
+the plain run alone.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 from jax.extend import core as jex_core
 
 from .compare import compare
+from .program import interpreted_params
 
 #: calls whose body is walked op by op (their kernels checked); other nested programs run as a whole
 _WALKED = ("pjit", "closed_call", "core_call", "jit")
@@ -56,7 +58,7 @@ def first_difference(closed, args, semantics, atol, rtol, reset) -> str | None:
                 outs = walk(inner_jaxpr, inner_consts, values)
             else:
                 with eqn.ctx.manager:
-                    outs = eqn.primitive.bind(*values, **eqn.primitive.get_bind_params(eqn.params))
+                    outs = eqn.primitive.bind(*values, **interpreted_params(eqn))
                 outs = outs if eqn.primitive.multiple_results else [outs]
             if found:
                 return []
