@@ -1,6 +1,7 @@
 """Fit the speed model's parameters on public TPU measurements and print the residuals.
 
     .venv/bin/python benchmarks/calibrate_fit.py [--write] [--cache DIR] [--points]
+    .venv/bin/python benchmarks/calibrate_fit.py --measured FILE [--write]
 
 The fit sets (package data, each with its source: profiling/calibration/data/)
 are rebuilt as programs and described by the model (traces and deviceless
@@ -9,6 +10,11 @@ fitted stage by stage as profiling/calibration/plan.py says. --write puts the
 fitted values, and where each came from, into profiling/chips/*.toml. JAXBench's
 timings are never used here: benchmarks/speed_validation.py holds the result
 against them.
+
+--measured FILE fits one generation on its own chip instead: the timings of
+`maxkernel calibrate`'s micro-suite measured on that chip (a file its
+--save-timings wrote; benchmarks/results/calibration-v5e-*.json was measured on
+the lent v5e by `make test-tpu`), and --write ships them for that generation.
 """
 
 from __future__ import annotations
@@ -88,12 +94,36 @@ def model_values(fitted: dict[str, dict]) -> dict[str, tuple[dict, dict]]:
     return out
 
 
+def fit_measured(path: Path, write: bool) -> int:
+    """Fit the generation a timings file was measured on, from those timings alone; --write ships the values."""
+    from maxkernel_tpu_pallas.calibrate_cli import fit_timings, read_timings
+
+    target, measured_on, seconds = read_timings(path, None)
+    result = fit_timings(target, seconds, log=lambda line: None)
+    s = result.summary()
+    print(f"{target}: {len(seconds)} micro-benchmarks measured on {measured_on}: median |log(est/measured)| "
+          f"{s['median_abs_log']:.3f}, worst {s['worst_ratio']:.2f}x")
+    values = {n: getattr(shipped_params(target), n) for n in FITTED}
+    sources = {n: shipped_params(target).sources.get(n, "assumption") for n in FITTED}
+    for name, value in result.values.items():
+        print(f"  {name}: {values[name]:.4g} -> {value:.4g}")
+        values[name] = value
+        sources[name] = (f"fitted {datetime.date.today().isoformat()} on maxkernel calibrate's micro-suite measured "
+                         f"on the chip ({measured_on}; {path.name}) by benchmarks/calibrate_fit.py --measured")
+    if write:
+        print(f"wrote {write_model_section(target, values, sources)}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="write the fitted values into profiling/chips/*.toml")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="where the built points are cached")
     parser.add_argument("--points", action="store_true", help="print every point's residual, not the worst five")
+    parser.add_argument("--measured", type=Path, help="fit one generation on micro-suite timings measured on its chip")
     args = parser.parse_args()
+    if args.measured:
+        return fit_measured(args.measured, args.write)
     fitted = run_stages(args.cache, args.points)
     values = model_values(fitted)
     print("\n== parameters per generation")

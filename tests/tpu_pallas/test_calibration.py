@@ -102,7 +102,10 @@ def test_every_shipped_parameter_says_where_it_came_from_and_the_fit_data_names_
     for stage in STAGES:
         v = tomllib.loads((CHIPS_DIR / f"{stage.target}.toml").read_text())["model"]["source"]
         for name in stage.names:
-            assert v[name].startswith("fitted") and all(s in v[name] for s in stage.sources), (stage.target, name)
+            # fitted on the stage's public data, or since on the chip's own micro-suite (v5e: the lent chip)
+            on_chip = "micro-suite measured on the chip" in v[name]
+            assert v[name].startswith("fitted") and (on_chip or all(s in v[name] for s in stage.sources)), \
+                (stage.target, name)
     for path in DATA.glob("*.json"):
         data = load_data(path.stem)
         assert data["source"] and "commit" in data["source"] and data["points"], path.name
@@ -111,9 +114,10 @@ def test_every_shipped_parameter_says_where_it_came_from_and_the_fit_data_names_
 
 
 @pytest.mark.slow
-def test_the_fit_on_public_data_reproduces_its_residuals_on_a_sample():
-    """A sample of the matmul guide's points, rebuilt and predicted with the shipped v5e parameters, sits within the
-    residuals docs/profiling.md reports for the whole fit set (worst 1.12x)."""
+def test_the_shipped_v5e_parameters_predict_public_v5e_timings_they_were_not_fitted_on():
+    """A sample of the matmul guide's points (public v5e timings), rebuilt and predicted with the shipped v5e
+    parameters, which were fitted on the chip's own micro-suite and never on these: within 1.25x (0.84-0.97 when
+    the parameters were fitted, 2026-12-06; the guide's 128-blocks run slower than the lent chip ran them)."""
     from maxkernel_tpu_pallas.profiling.calibration.fitset import describe
     from maxkernel_tpu_pallas.profiling.calibration.programs import tiled_matmul
     import jax
@@ -126,4 +130,4 @@ def test_the_fit_on_public_data_reproduces_its_residuals_on_a_sample():
         point = {"target": "v5e", **describe(tiled_matmul(p["bm"], p["bk"], p["bn"]), shapes, "v5e")}
         # the guide timed with Python dispatch in the loop: about 0.1 ms a call, a fact of its measurements
         predicted = predict(point, params, chip) + 1.07e-4
-        assert 1 / 1.15 < predicted / p["seconds"] < 1.15, (p, predicted)
+        assert 1 / 1.25 < predicted / p["seconds"] < 1.25, (p, predicted)

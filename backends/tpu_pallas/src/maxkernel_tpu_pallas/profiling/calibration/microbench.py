@@ -45,7 +45,9 @@ def _copy(rows: int):
     def copy(x):
         return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(x.shape[0] // rows,),
                               in_specs=[pl.BlockSpec((rows, x.shape[1]), lambda i: (i, 0))],
-                              out_specs=pl.BlockSpec((rows, x.shape[1]), lambda i: (i, 0)))(x)
+                              out_specs=pl.BlockSpec((rows, x.shape[1]), lambda i: (i, 0)),
+                              # in and out, double-buffered: 32 MiB at 2048 rows, over v5e's 16 MiB default
+                              compiler_params=pltpu.CompilerParams(vmem_limit_bytes=64 << 20))(x)
 
     return copy
 

@@ -8,6 +8,8 @@ a fitted one (said so in its source line) or stays an assumption.
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from typing import Any
 
@@ -59,10 +61,13 @@ TRANSFERS = {
 
 def write_model_section(target: str, values: dict[str, Any], sources: dict[str, str],
                         chips_dir: Path = CHIPS_DIR) -> Path:
-    """Rewrite ``[model]`` and ``[model.source]`` of ``chips/<target>.toml`` (the rest of the file is kept)."""
+    """Rewrite ``[model]`` and ``[model.source]`` of ``chips/<target>.toml`` (the rest of the file, before and
+    after them, is kept)."""
     path = chips_dir / f"{target}.toml"
     text = path.read_text()
     head = text[:text.index("[model]")] if "[model]" in text else text.rstrip() + "\n\n"
+    after = re.search(r"^\[(?!model[.\]])", text[len(head):], re.MULTILINE) if "[model]" in text else None
+    tail = "\n" + text[len(head) + after.start():] if after else ""
     lines = ["[model]",
              "# The speed model's free parameters (profiling/params.py says what each means), written by",
              "# `benchmarks/calibrate_fit.py --write`; [model.source] says where each value came from."]
@@ -71,5 +76,5 @@ def write_model_section(target: str, values: dict[str, Any], sources: dict[str, 
         lines.append(f"{name} = {int(value) if name in ('mxu_pad_k', 'mxu_pad_n') else float(f'{value:.4g}')!r}")
     lines += ["", "[model.source]"]
     lines += [f'{name} = "{sources[name]}"' for name in FITTED]
-    path.write_text(head + "\n".join(lines) + "\n")
+    path.write_text(head + "\n".join(lines) + "\n" + tail)
     return path
