@@ -55,17 +55,22 @@ WALL = textwrap.dedent("""
     dyn = [jax.device_put(a) for a in dyn]
     for _ in range(3):
         jax.block_until_ready(fn(*dyn))
+    # Calls dispatched back to back and waited for once: a wait per call would add the host's round trip to
+    # the chip (about 0.7 ms under the lent host's gVisor) to every call.
     times = []
-    for _ in range(20):
+    for _ in range(7):
         start = time.perf_counter()
-        jax.block_until_ready(fn(*dyn))
-        times.append(time.perf_counter() - start)
+        outs = [fn(*dyn) for _ in range(10)]
+        jax.block_until_ready(outs)
+        times.append((time.perf_counter() - start) / 10)
+        del outs
     print(json.dumps({"wall_median_s": statistics.median(times), "kind": jax.devices()[0].device_kind}))
 """)
 
 
 def wall_clock(task, code: str, tmp_path: Path) -> float:
-    """The median wall time of the same call, in a process of its own on the chip (the judge's is closed)."""
+    """The wall time per call of back-to-back calls (median of 7 rounds of 10), in a process of its own on the
+    chip (the judge's is closed)."""
     (tmp_path / "meta.json").write_text(json.dumps(task.metadata))
     (tmp_path / "candidate.py").write_text(code)
     env = {**os.environ, "JAX_PLATFORMS": "tpu"}
@@ -106,7 +111,8 @@ def test_a_measured_verdict_agrees_with_the_wall_clock(backend, task_path, kerne
     ev = backend.evaluate(task, Candidate(task.id, code), target=target)
     assert ev.status is EvalStatus.OK, ev.reason
     p = ev.profile
-    assert not p.estimated and p.reference_measured and p.speed.comparison == "measured/measured", p
+    assert not p.estimated and p.reference_measured and p.speed.comparison == "measured/measured", \
+        (ev.details.get("timing"), [(c.name, c.message) for c in ev.checks])
     assert any(c.name == "chip_correctness" and c.passed for c in ev.checks)
     timing = ev.details["timing"]
     planes = [pl.name for pl in xplane.load_xspace(timing["xplane"]).planes]  # the stored trace opens
@@ -116,7 +122,7 @@ def test_a_measured_verdict_agrees_with_the_wall_clock(backend, task_path, kerne
     _record(f"measured {what}", task=task.id, device_s=p.seconds, device_wall_s=timing["wall_median_s"],
             independent_wall_s=wall, xla_s=p.reference_seconds, ratio=p.speedup, achieved=timing["achieved"],
             xla_achieved=timing["reference"]["achieved"])
-    if wall > MIN_AGREE_S:
+    if p.seconds > MIN_AGREE_S:
         assert abs(p.seconds - wall) <= AGREE * wall, (p.seconds, wall)
 
 
@@ -126,10 +132,14 @@ def test_a_kernel_that_reads_memory_it_never_wrote_is_refused_on_the_chip(backen
     ev = backend.evaluate(task, Candidate(task.id, kernel_source("chip_reads_unwritten_scratch.py")), target=target)
     _record("unwritten scratch", status=ev.status.value, reason=ev.reason[:400])
     assert ev.status is EvalStatus.INCORRECT, ev.reason
-    assert any(c.name in ("chip_correctness", "timing") and not c.passed for c in ev.checks)
+    # Refused by whichever sees it first: the CPU-side TPU-semantics run (uninitialised memory holds
+    # anything there) or the chip itself.
+    assert ("TPU's semantics" in ev.reason
+            or any(c.name in ("chip_correctness", "timing") and not c.passed for c in ev.checks)), ev.reason
 
 
-def test_calibrate_runs_end_to_end_on_the_chip(tmp_path):
+def test_calibrate_runs_end_to_end_on_the_chip(backend, tmp_path):
+    backend.close()  # calibrate's child opens the chip: the judge's device worker must let it go
     timings = tmp_path / "timings.json"
     done = run_cli("calibrate", "--dry-run", "--json", "--save-timings", str(timings), timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
