@@ -69,8 +69,11 @@ def record(task, ev, target: str, wall_s: float) -> dict:
 
 
 def run(args) -> int:
-    from maxkernel_core import Candidate
     from maxkernel_tpu_pallas.backend import TpuPallasBackend
+    from maxkernel_tpu_pallas.profiling.calibration.validation import operator_class
+
+    from maxkernel_core import Candidate
+    from maxkernel_core.errors import TaskError
 
     backend = TpuPallasBackend()
     target = backend.platform().attached_target()
@@ -92,8 +95,14 @@ def run(args) -> int:
                 return 0
             task = backend.load_task(folder)
             t0 = time.monotonic()
-            ev = backend.evaluate(task, Candidate(task.id, kernel.read_text()), target=target)
-            line = record(task, ev, target, time.monotonic() - t0)
+            try:
+                ev = backend.evaluate(task, Candidate(task.id, kernel.read_text()), target=target)
+            except TaskError as exc:  # the task's own reference failed (over a worker's memory, say): named, kept
+                line = {"task": task.id, "class": operator_class(task.id), "status": "reference_failed",
+                        "reason": str(exc)[:600], "target": target, "measured": False,
+                        "wall_s": round(time.monotonic() - t0, 1), "date": datetime.date.today().isoformat()}
+            else:
+                line = record(task, ev, target, time.monotonic() - t0)
             with args.results.open("a") as f:
                 f.write(json.dumps(line, default=str) + "\n")
             ratio = f"{line['speedup']:.2f}x measured" if line.get("speedup") else line["status"]
@@ -182,7 +191,7 @@ def main() -> int:
     go.add_argument("--kernels", type=Path, required=True)
     go.add_argument("--results", type=Path, required=True)
     go.add_argument("--tasks", default="*")
-    go.add_argument("--stop-after", type=float, default=float(os.environ.get("MEASURED_BENCH_STOP_S", 480)),
+    go.add_argument("--stop-after", type=float, default=float(os.environ.get("MEASURED_BENCH_STOP_S", "480")),
                     help="start no task after this many seconds (the device tool cuts a call at 600)")
     shown = sub.add_parser("report", help="the table and figures of a results file")
     shown.add_argument("results", type=Path)

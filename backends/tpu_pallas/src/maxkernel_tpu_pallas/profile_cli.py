@@ -136,7 +136,11 @@ def print_profile(evaluation, task, kernel: Path) -> None:
     console.print("[bold]Diagnosis[/] (estimate):")
     for line in model.get("diagnosis", []):
         console.print(f"  - {line}")
-    print_reference(console, evaluation.details.get("xla_reference"))
+    p = evaluation.profile
+    measured = p is not None and not p.estimated and p.reference_measured
+    timing = evaluation.details.get("timing")
+    print_reference(console, evaluation.details.get("xla_reference"), p.reference_seconds if measured else None,
+                    timing if isinstance(timing, str) else "not measured")
 
 
 def reference_profile(ctx: click.Context, task_ref: str, target: str | None) -> tuple[object, dict]:
