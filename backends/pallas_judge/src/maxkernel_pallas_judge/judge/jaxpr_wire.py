@@ -78,6 +78,8 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset({
     ("maxkernel_pallas_judge.judge.jaxpr_wire", "_singleton"),
     ("maxkernel_pallas_judge.judge.jaxpr_wire", "_device_array"),
     ("maxkernel_pallas_judge.judge.jaxpr_wire", "_key_array"),
+    ("maxkernel_pallas_judge.judge.jaxpr_wire", "_prng_impl"),
+    ("maxkernel_pallas_judge.judge.jaxpr_wire", "_key_type"),
 })
 
 
@@ -162,6 +164,21 @@ def _key_array(data: np.ndarray, impl: str):
     return jax.random.wrap_key_data(data, impl=impl)
 
 
+def _prng_impl(name: str):
+    """A PRNG implementation jax registered (threefry, rbg...), by its name: its functions are jax's own."""
+    from jax._src.random import prng
+
+    if name not in prng.prngs:
+        raise WireError(f"the program uses a PRNG implementation {name!r} jax does not register")
+    return prng.prngs[name]
+
+
+def _key_type(name: str):
+    from jax._src.random import prng
+
+    return prng.KeyTy(_prng_impl(name))
+
+
 def _typed_ndarray(value: np.ndarray, aval):
     return TypedNdArray(value, aval)
 
@@ -221,6 +238,12 @@ class _Writer(pickle.Pickler):
             return (_singleton, (singleton,))
         if isinstance(obj, TypedNdArray):
             return (_typed_ndarray, (obj.view(np.ndarray), obj.aval))
+        from jax._src.random import prng
+
+        if isinstance(obj, prng.PRNGImpl):  # a key's implementation: by name, rebuilt from jax's registry
+            return (_prng_impl, (obj.name,))
+        if isinstance(obj, prng.KeyTy):
+            return (_key_type, (obj._impl.name,))
         if isinstance(obj, jax.Array):  # a constant of the program (a module's weights): its values cross
             if jax.dtypes.issubdtype(obj.dtype, jax.dtypes.prng_key):
                 return (_key_array, (np.asarray(jax.random.key_data(obj)), str(jax.random.key_impl(obj))))
