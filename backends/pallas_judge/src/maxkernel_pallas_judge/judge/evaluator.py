@@ -73,6 +73,8 @@ class ReferenceData:
     signature: str = ""
     #: the chip's judge facts (its cost model estimates XLA's reference)
     judge_platform: Platform | None = field(default=None, eq=False, repr=False)
+    #: per set: the reference widened to f32 where its outputs hold NaN/Inf (``jobs._wide_outputs``), else []
+    wide_outputs: list[list[np.ndarray]] = field(factory=list, eq=False, repr=False)
     _memo: dict[str, Any] = field(factory=dict, eq=False, repr=False)
 
     @property
@@ -169,13 +171,14 @@ class Evaluator:
             why = error[0]["message"] if error else crash_reason(outcome, self.limits)
             raise TaskError(f"the reference of task {task.id!r} ({module}) failed: {why}")
         header = head[0]
-        sets, inputs, outputs = [], [], []
+        sets, inputs, outputs, wide = [], [], [], []
         for set_header, arrays in outcome.all("reference_set"):
-            n = set_header["n_inputs"]
+            n, n_out = set_header["n_inputs"], set_header["n_outputs"]
             sets.append({"how": set_header["how"], "static": set_header["static"], "n_inputs": n,
                          "size": set_header["size"]})
             inputs.append(arrays[:n])
-            outputs.append(arrays[n:])
+            outputs.append(arrays[n:n + n_out])
+            wide.append(arrays[n + n_out:])
         chip = None
         payload = outcome.last("device_payload") or outcome.last("device_payload_error")
         if measure and payload is not None:
@@ -183,7 +186,7 @@ class Evaluator:
         data = ReferenceData(header["full_shapes"], header["static_full"], header["work"], header.get("flops"),
                              sets, inputs, outputs, header.get("platform", "cpu"), header.get("note", ""),
                              chip, chip_note, header.get("xla"), header["program_work"], header["check_sizes"],
-                             target, header.get("signature", ""), self.platform)
+                             target, header.get("signature", ""), self.platform, wide_outputs=wide)
         with self._lock:
             self._references[key] = data
         return data

@@ -161,10 +161,42 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
     })
     for i, (s, outputs) in enumerate(zip(sets, expected, strict=True)):
         dyn = [np.asarray(a) for a in s["dynamic"]]
+        stage(f"the widened reference where set {i}'s outputs are not finite")
+        wide = _wide_outputs(check_fn, s, outputs)
         emit({"type": "reference_set", "index": i, "how": s["how"], "static": task_inputs.encode_static(s["static"]),
-              "n_inputs": len(dyn), "size": set_sizes[i]}, dyn + outputs)
+              "n_inputs": len(dyn), "n_outputs": len(outputs), "size": set_sizes[i]}, dyn + outputs + wide)
     if job.get("device"):
         _device_payload(fn, module, meta, shapes, static_full, job["target"], platform, emit, stage)
+
+
+def widened(fn, shapes, static) -> Callable[..., list[Any]]:
+    """``fn`` on its inputs with every floating-point input narrower than float32 widened to float32, its outputs
+    (leaves) rounded once to the dtypes ``fn`` itself returns: the best answer those dtypes can hold."""
+    dtypes = [o.dtype for o in jax.tree_util.tree_leaves(jax.eval_shape(lambda *d: fn(*d, *static), *shapes))]
+
+    def wide_fn(*d):
+        wide = [x.astype(jnp.float32) if jnp.issubdtype(x.dtype, jnp.floating) and x.dtype.itemsize < 4 else x
+                for x in d]
+        out = jax.tree_util.tree_leaves(fn(*wide, *static))
+        return [o.astype(t) for o, t in zip(out, dtypes, strict=True)]
+
+    return wide_fn
+
+
+def _wide_outputs(check_fn, s: dict[str, Any], outputs: list[np.ndarray]) -> list[np.ndarray]:
+    """Where the reference's outputs for a set hold NaN or Inf, the same set through the reference widened to
+    float32 at the highest precision (``widened``): the arbiter when a kernel is finite where the reference is
+    not (bf16 softmax or GroupNorm after a GEMM overflows in the reference, not in a kernel that accumulates in
+    f32). Empty where every output is finite, or the reference cannot run widened."""
+    if all(np.isfinite(o.astype(np.float64)).all() for o in outputs if np.issubdtype(o.dtype, np.inexact)
+           or o.dtype.kind == "V"):
+        return []
+    shapes = [jax.ShapeDtypeStruct(np.shape(a), a.dtype) for a in s["dynamic"]]
+    try:
+        with jax.default_matmul_precision("highest"):
+            return _flat(jax.jit(widened(check_fn, shapes, s["static"]))(*s["dynamic"]))
+    except Exception:  # noqa: BLE001  a reference written for its own dtype: no arbiter
+        return []
 
 
 def _arbiter(fn, shapes, static, target: str, platform: Platform) -> bytes:
@@ -173,18 +205,9 @@ def _arbiter(fn, shapes, static, target: str, platform: Platform) -> bytes:
     the highest precision alone is the same bf16 program (and libtpu refused 1p's: "Bad lhs type"); a reference
     that cannot run widened is exported at the highest precision as it is. Its outputs are flat (leaves)."""
 
-    dtypes = [o.dtype for o in jax.tree_util.tree_leaves(jax.eval_shape(lambda *d: fn(*d, *static), *shapes))]
-
-    def widened(*d):
-        wide = [x.astype(jnp.float32) if jnp.issubdtype(x.dtype, jnp.floating) and x.dtype.itemsize < 4 else x
-                for x in d]
-        out = jax.tree_util.tree_leaves(fn(*wide, *static))
-        # rounded once to the reference's own output dtypes: the best answer those dtypes can hold
-        return [o.astype(t) for o, t in zip(out, dtypes, strict=True)]
-
     with jax.default_matmul_precision("highest"):
         try:
-            return platform.export(jax.make_jaxpr(widened)(*shapes), target)
+            return platform.export(jax.make_jaxpr(widened(fn, shapes, static))(*shapes), target)
         except Exception:  # noqa: BLE001  a reference written for its own dtype
             return platform.export(_trace(fn, shapes, static), target)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import signal
 from typing import Any
 
+import numpy as np
 from maxkernel_core import Candidate, CheckResult, CompileError, EvalStatus, Evaluation, Task, TestReport
 
 from ..profiling.records import precision_note
@@ -260,6 +261,8 @@ class Verdict:
                 return self.done(EvalStatus.INCORRECT, f"raised {err['type']} on input set {index} ({how}): "
                                  f"{err['message']}", test=TestReport(cand.id, False, index, message=err["message"]))
             ok, why, d = compare(ref.outputs[index], outputs, task.atol, task.rtol)
+            if not ok and index < len(ref.wide_outputs) and ref.wide_outputs[index]:
+                ok, why, d = arbitrate(ref.wide_outputs[index], outputs, why, d, task.atol, task.rtol)
             per_set.append({"set": index, "how": how, **d})
             if not ok:
                 self.checks.append(CheckResult("correctness", False, why, {"sets": per_set}))
@@ -271,6 +274,10 @@ class Verdict:
             return self.done(EvalStatus.CRASHED, f"only {len(results)} of {len(ref.sets)} input sets reported")
         at = f", {ref.note}" if ref.note else ""  # e.g. "at a derived small size (batch_size 1024->256, ...)"
         msg = f"{len(results)} input sets match the reference in Pallas interpret mode on CPU{at} (max abs error {worst_abs:.3g})"
+        arbitrated = [p["set"] for p in per_set if p.get("arbiter")]
+        if arbitrated:
+            msg += (f"; set(s) {', '.join(map(str, arbitrated))} against the reference widened to f32, where the "
+                    f"task's own reference overflows to NaN/Inf ({per_set[arbitrated[0]]['reference_disagreement']})")
         self.checks.append(CheckResult("correctness", True, msg, {"sets": per_set}))
         report = TestReport(cand.id, True, len(results), worst_abs, worst_rel, msg, {"sets": per_set})
         return self._on_chip(traced, msg, report)
@@ -318,3 +325,14 @@ def reference_details(ref) -> dict[str, Any]:
     est = ref.xla_estimate
     return {**est.as_dict(top=8), "precision": (ref.xla or {}).get("precision"),
             "libtpu_optimal_seconds": ((ref.xla or {}).get("cost") or {}).get("optimal_seconds")}
+
+
+def arbitrate(wide: list[np.ndarray], outputs: list[np.ndarray], why: str, d: dict[str, Any], atol, rtol):
+    """A kernel that differs from a reference whose outputs hold NaN or Inf, held against the reference widened
+    to f32 (``jobs._wide_outputs``): it passes when it matches that one, and the verdict says which side was
+    right either way."""
+    ok, wide_why, wide_d = compare(wide, outputs, atol, rtol)
+    if ok:
+        return True, "", {**wide_d, "arbiter": "f32", "reference_disagreement": why}
+    return False, (f"{why}; the reference widened to f32 at the highest precision disagrees with the kernel too "
+                   f"({wide_why}): the kernel is wrong"), {**d, "arbiter": "f32"}
