@@ -63,14 +63,16 @@ def test_matmuls_inside_loops_and_jits_are_emulated_too():
 
 
 @pytest.mark.slow
-def test_the_reference_of_an_f32_task_is_estimated_at_bf16x3(tpu_backend):
-    """The test f32 matmul task (atol 2e-3) fails at XLA's one-pass default: its reference is compiled and
-    estimated at HIGH (bf16x3), three MXU passes, like for like with a kernel that passes the same check."""
+def test_the_reference_of_an_f32_task_is_estimated_as_jax_jit_runs_it(tpu_backend):
+    """The test f32 matmul task (atol 2e-3) fails at XLA's one-pass default, and the analysis says so (high,
+    bf16x3); XLA's reference is still compiled and estimated at the default, one MXU pass, because that is the
+    program the chip runs and measures (the lent v5e: 190 TFLOP/s on f32 matmul_bias_gelu; charging three
+    passes called a kernel measured at 0.82x XLA 2.20x faster)."""
     task = tpu_backend.load_task(TASKS / "matmul")
     ref = tpu_backend.evaluator.reference(task, "v6e")
-    assert ref.xla["precision"]["precision"] == "high"
+    assert ref.xla["precision"]["precision"] == "high" and ref.xla["precision"]["estimated_at"] == "default"
     (gemm,) = [op for op in ref.xla["program"]["ops"] if op["dots"]]
-    assert "high" in gemm["dots"][0]["precision"].lower()
+    assert "high" not in str(gemm["dots"][0].get("precision") or "").lower()
     est = ref.xla_estimate
     (top,) = [o for o in est.ops if o.flops]
-    assert top.compute_s >= 3 * top.flops / ref.xla["chip"]["bf16_ops_per_second"]
+    assert top.compute_s < 1.5 * top.flops / ref.xla["chip"]["bf16_ops_per_second"]

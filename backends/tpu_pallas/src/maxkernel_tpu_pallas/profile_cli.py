@@ -39,7 +39,8 @@ def print_reference(console: Console, xla: dict | str | None, measured_s: float 
         return
     precision = xla.get("precision") or {}
     console.print(f"[bold]XLA reference (ESTIMATE)[/]: {_t(xla['seconds'])} over {xla['launches']:,} op launches "
-                  f"({xla['ops']} ops); matmul precision {precision.get('precision', 'default')}: "
+                  f"({xla['ops']} ops); matmul precision {precision.get('estimated_at', precision.get('precision', 'default'))}"
+                  f" (as jax.jit runs it); the task's tolerance needs {precision.get('precision', 'default')}: "
                   f"{precision.get('why', '')}")
     table = Table("op", "what", "runs", "HBM MiB", "GFLOP", "bound", "time (all runs)", title="costliest ops")
     for op in xla["top_ops"]:

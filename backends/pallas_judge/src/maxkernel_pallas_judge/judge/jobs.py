@@ -132,10 +132,13 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
     stage("the precision the reference needs")
     precision = platform.reference_precision(check_fn, sets, expected, job.get("atol", 0.0), job.get("rtol", 0.0))
     stage("compile reference for the target")
+    # XLA's program as a user's jax.jit runs it, at the default matmul precision: the program the chip measures
+    # (an f32 matmul in one bf16 pass there, 190 TFLOP/s on the lent v5e). Charging it the precision the task's
+    # tolerance needs (three passes) called a kernel measured at 0.82x XLA "2.20x faster".
     xla = platform.compile_reference(lambda *d: fn(*d, *static_full), shapes, job["target"], meta["module"],
-                                     timeout_s=job.get("compile_timeout_s"), precision=precision["precision"])
+                                     timeout_s=job.get("compile_timeout_s"), precision="default")
     xla["chip"] = platform.chip(job["target"])  # past the time limit above, the compile's figures are given up
-    xla["precision"] = precision
+    xla["precision"] = {**precision, "estimated_at": "default"}
     stage("reference work, as the checker counts it")
     sizes, set_sizes = check_sizes(sets)
     owns = meta.get("kernel_owns", "")

@@ -149,8 +149,11 @@ def as_details(est: CostEstimate, xla_seconds: float | None) -> dict[str, Any]:
 
 
 def precision_note(precision: dict[str, Any] | None) -> str:
-    """Why an f32 task can read below 1x: the precision XLA's reference runs its matmuls at, in a sentence."""
+    """Where an f32 task's tolerance needs more than XLA's default matmul precision, in a sentence: XLA's reference
+    is timed and estimated as jax.jit runs it (one bf16 pass per f32 matmul on a TPU), and would not itself pass
+    the task's check at that precision."""
     if not isinstance(precision, dict) or precision.get("precision") in (None, "", "default"):
-        return ""  # one bf16 pass, as a kernel would do: nothing to explain
-    return (f"XLA's reference runs its matmuls at {precision['precision']} precision"
-            + (f" ({precision['why']})" if precision.get("why") else "") + ".")
+        return ""  # the default passes the task's check: nothing to explain
+    at = precision.get("estimated_at", precision["precision"])
+    return (f"XLA's reference runs its matmuls at {at} precision, as jax.jit does; the task's tolerance needs "
+            f"{precision['precision']}" + (f" ({precision['why']})" if precision.get("why") else "") + ".")
