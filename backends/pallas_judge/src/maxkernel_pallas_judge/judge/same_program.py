@@ -62,9 +62,19 @@ def refusal(full: core.ClosedJaxpr, again: core.ClosedJaxpr, checks: dict[int, c
                 "programs would be two programs; write one program")
     if str(full) != str(again):
         return ("the module traced another program at full size the second time than the first: the program "
-                "judged must be the one the module traces, every time")
+                f"judged must be the one the module traces, every time ({first_difference(full, again)})")
     for size, closed in checks.items():
         if _shapes(closed) == _shapes(full) and str(closed) != str(full):
             return (f"the program traced for check size {size} has the full size's shapes but is not the "
-                    "full-size program")
+                    f"full-size program ({first_difference(full, closed)})")
     return None
+
+
+def first_difference(one: core.ClosedJaxpr, other: core.ClosedJaxpr) -> str:
+    """The first line where two programs' texts differ, both sides cut short: what a reader (or a maintainer
+    chasing a refusal of an honest kernel) needs to see."""
+    a, b = str(one).splitlines(), str(other).splitlines()
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return f"line {i + 1}: {x.strip()[:160]!r} against {y.strip()[:160]!r}"
+    return f"{len(a)} lines against {len(b)}"
