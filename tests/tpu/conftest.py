@@ -11,9 +11,9 @@ def pytest_collection_modifyitems(config, items):
     marked = [item for item in items if "tpu" in item.keywords]
     if not marked:
         return
-    from maxkernel_pallas_judge.chip_probe import found
+    from maxkernel_tpu_pallas.tpu_platform import TPU
 
-    chip = found("tpu")
+    chip = TPU.found()
     if chip.attached:
         return
     skip = pytest.mark.skip(reason=f"needs a TPU: {chip.line()}")

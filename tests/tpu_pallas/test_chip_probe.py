@@ -49,7 +49,7 @@ def test_a_chip_held_by_another_process_is_attached_and_busy(tmp_path, monkeypat
     _child_path(monkeypatch, _fake_jax(tmp_path, _HELD))
     monkeypatch.setattr(chip_probe, "BUSY_RETRIES_S", (0.0,))
     monkeypatch.setenv("TPU_ACCELERATOR_TYPE", "v5litepod-4")  # a host that shows a chip (the lent one does)
-    chip = ask_runtime("tpu")
+    chip = ask_runtime("tpu", shows_chip=TPU.shows_chip)
     assert chip.attached and chip.busy and "held by another process" in chip.how
 
 
@@ -58,8 +58,7 @@ def test_a_lock_held_on_a_host_without_a_chip_is_no_answer(tmp_path, monkeypatch
     one of them find a TPU (CI, two test processes)."""
     _child_path(monkeypatch, _fake_jax(tmp_path, _HELD))
     monkeypatch.setattr(chip_probe, "BUSY_RETRIES_S", (0.0, 0.0))
-    monkeypatch.setattr(chip_probe, "host_shows_chip", lambda platform: False)
-    chip = ask_runtime("tpu")
+    chip = ask_runtime("tpu", shows_chip=lambda: False)
     assert not chip.attached and not chip.definite and "lock stayed held" in chip.how
 
 
@@ -79,7 +78,7 @@ def test_no_tpu_here_says_what_the_runtime_said():
 def test_the_answer_is_kept_per_boot_and_asked_again_on_refresh(tmp_path, monkeypatch):
     asked = []
     monkeypatch.setattr(chip_probe, "_memo", {})
-    monkeypatch.setattr(chip_probe, "ask_runtime", lambda p: asked.append(p) or ChipFound(p, True, "TPU v6 lite", 4, "t"))
+    monkeypatch.setattr(chip_probe, "ask_runtime", lambda p, **_: asked.append(p) or ChipFound(p, True, "TPU v6 lite", 4, "t"))
     assert found("tpu", cache_dir=tmp_path).kind == "TPU v6 lite" and asked == ["tpu"]
     monkeypatch.setattr(chip_probe, "_memo", {})  # a new process: the file answers
     assert found("tpu", cache_dir=tmp_path).count == 4 and asked == ["tpu"]
@@ -91,7 +90,7 @@ def test_the_answer_is_kept_per_boot_and_asked_again_on_refresh(tmp_path, monkey
 @pytest.mark.parametrize("kind, target", [("TPU v5 lite", "v5e"), ("TPU v6 lite", "v6e"), ("TPU v4", "v4"),
                                           ("TPU v9 giant", None)])
 def test_the_attached_kind_names_the_target_measured(monkeypatch, kind, target):
-    monkeypatch.setattr(chip_probe, "found", lambda platform: ChipFound(platform, True, kind, 1, "t"))
+    monkeypatch.setattr(chip_probe, "found", lambda platform, **_: ChipFound(platform, True, kind, 1, "t"))
     assert TPU.attached_target() == target
 
 
@@ -99,7 +98,7 @@ def test_a_target_other_than_the_attached_chip_is_not_measured_and_says_how_to(m
     from maxkernel_pallas_judge.judge.evaluator import Evaluator
     from maxkernel_pallas_judge.sandbox.pool import Limits
 
-    monkeypatch.setattr(chip_probe, "found", lambda platform: ChipFound(platform, True, "TPU v6 lite", 1, "t"))
+    monkeypatch.setattr(chip_probe, "found", lambda platform, **_: ChipFound(platform, True, "TPU v6 lite", 1, "t"))
     evaluator = Evaluator(Limits(platform=TPU.spec), spares=0)  # starts no worker
     try:
         assert evaluator.pool.on_device

@@ -11,8 +11,9 @@ life of its boot, keyed by everything that could change it (the interpreter, the
 versions, ``/dev``'s names, the ``TPU_*``/``CUDA_*`` variables). A chip another process holds answers busy,
 which still means attached, but only where the host shows a chip at all: libtpu takes its lock before it looks
 for a device, so two probes at once on a host with none (two test processes, say) make one of them "busy".
-A busy answer is asked again after a pause, and one that stays busy on a host with no TPU device file and no
-``TPU_*`` setting is no answer (not attached, asked again next time).
+A busy answer is asked again after a pause, and one that stays busy on a host that shows no chip (the
+platform's ``shows_chip``: its device files, its runtime's settings) is no answer (not attached, asked again
+next time).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from attrs import asdict, frozen
@@ -76,44 +78,38 @@ _memo: dict[str, ChipFound] = {}
 _lock = threading.Lock()
 
 
-def found(platform: str, *, cache_dir: Path | None = None, refresh: bool = False) -> ChipFound:
-    """The chip of ``platform`` ("tpu", "gpu") on this host, from the runtime (cached per boot)."""
+def found(platform: str, *, cache_dir: Path | None = None, refresh: bool = False,
+          shows_chip: Callable[[], bool] | None = None) -> ChipFound:
+    """The chip of ``platform`` ("tpu", "gpu") on this host, from the runtime (cached per boot). ``shows_chip``:
+    whether the host shows signs of that chip, the evidence a busy answer needs (None: a busy answer stands)."""
     with _lock:
         if platform in _memo and not refresh:
             return _memo[platform]
         path = _cache_path(platform, cache_dir)
         answer = None if refresh else _read(path)
         if answer is None:
-            answer = ask_runtime(platform)
+            answer = ask_runtime(platform, shows_chip=shows_chip)
             _write(path, answer)
         _memo[platform] = answer
         return answer
 
 
-def ask_runtime(platform: str, timeout_s: float = PROBE_TIMEOUT_S) -> ChipFound:
+def ask_runtime(platform: str, timeout_s: float = PROBE_TIMEOUT_S, *,
+                shows_chip: Callable[[], bool] | None = None) -> ChipFound:
     """Start JAX on ``platform`` alone in a child process and read what it lists; while another process holds
-    the runtime's lock, ask again after a pause."""
+    the runtime's lock, ask again after a pause, and where it stays held on a host that does not show the chip
+    (``shows_chip``), there is no answer."""
     answer = _ask_once(platform, timeout_s)
     for pause in BUSY_RETRIES_S:
         if not answer.busy:
             return answer
         time.sleep(pause)
         answer = _ask_once(platform, timeout_s)
-    if answer.busy and not host_shows_chip(platform):
+    if answer.busy and shows_chip is not None and not shows_chip():
         return ChipFound(platform, False, how=f"{answer.how.split(':')[0]}: the runtime's lock stayed held by "
-                                              "another process, and this host has no TPU device file or TPU_* "
-                                              "setting", definite=False)
+                                              f"another process, and this host shows no {platform.upper()} "
+                                              "(no device file, no runtime setting)", definite=False)
     return answer
-
-
-def host_shows_chip(platform: str) -> bool:
-    """Whether the host shows signs of ``platform``'s chip: its device files or its runtime's settings (evidence
-    for a busy answer only; the runtime decides otherwise)."""
-    if platform != "tpu":
-        return any(Path("/dev").glob("nvidia[0-9]*"))
-    dev = Path("/dev")
-    return (any(dev.glob("accel*")) or any(p.name.isdigit() for p in dev.glob("vfio/*"))
-            or any(k.startswith("TPU_") for k in os.environ))
 
 
 def _ask_once(platform: str, timeout_s: float) -> ChipFound:

@@ -3,6 +3,8 @@ compile, ``pltpu.get_tpu_info_for_chip`` figures and the calibrated TPU cost mod
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,11 @@ class TpuPlatform(Platform):
         if (dev / "vfio").exists():
             found.append(str(dev / "vfio"))
         return found
+
+    def shows_chip(self) -> bool:
+        """Its device files, or the settings a TPU host's image gives its runtime (the lent v5e's container shows
+        ``TPU_ACCELERATOR_TYPE`` and friends)."""
+        return super().shows_chip() or any(k.startswith("TPU_") for k in os.environ)
 
     def warm_up(self) -> None:
         import jax.experimental.pallas.tpu  # noqa: F401  (Mosaic TPU, imported before any job)

@@ -58,7 +58,12 @@ class Platform:
         the parent never holds the chip."""
         from ..chip_probe import found
 
-        return found(self.name)
+        return found(self.name, shows_chip=self.shows_chip)
+
+    def shows_chip(self) -> bool:
+        """Whether this host shows signs of the chip (its device files): the evidence a "held by another
+        process" answer needs, since a runtime's lock can be held on a host with no chip at all."""
+        return bool(self.device_paths())
 
     def attached(self) -> bool:
         """Whether this host has the chip (then the device worker checks and times programs on it)."""
