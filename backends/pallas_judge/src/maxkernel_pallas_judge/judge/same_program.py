@@ -60,11 +60,12 @@ def refusal(full: core.ClosedJaxpr, again: core.ClosedJaxpr, checks: dict[int, c
     if any(PLATFORM_SELECTED & primitives(closed) for closed in (full, again, *checks.values())):
         return ("the program selects its computation by platform (lax.platform_dependent): its CPU and device "
                 "programs would be two programs; write one program")
-    if str(full) != str(again):
+    text, shapes = str(full), _shapes(full)
+    if str(again) != text:
         return ("the module traced another program at full size the second time than the first: the program "
                 f"judged must be the one the module traces, every time ({first_difference(full, again)})")
     for size, closed in checks.items():
-        if _shapes(closed) == _shapes(full) and str(closed) != str(full):
+        if _shapes(closed) == shapes and str(closed) != text:
             return (f"the program traced for check size {size} has the full size's shapes but is not the "
                     f"full-size program ({first_difference(full, closed)})")
     return None
