@@ -121,6 +121,16 @@ def test_a_kernel_that_ignores_the_tasks_weights_is_incorrect(evaluator):
 
 
 @pytest.mark.slow
+def test_an_answer_with_set_weights_lays_the_tasks_weights_out_itself(evaluator):
+    ev = judge(evaluator, "gemm_bias_relu.py", "gemm_bias_relu_own_layout.py")
+    assert ev.status == EvalStatus.OK, ev.reason
+    # the values are still the task's: a set_weights that keeps its own zeros computes something else
+    drop = ("            setattr(self, name.replace", "            0 and setattr(self, name.replace")
+    ev = judge(evaluator, "gemm_bias_relu.py", "gemm_bias_relu_own_layout.py", edit=drop)
+    assert ev.status == EvalStatus.INCORRECT, ev.reason
+
+
+@pytest.mark.slow
 def test_with_no_size_small_enough_the_verdict_is_unverified_not_incorrect(evaluator):
     ev = judge(evaluator, "relu_sizes_inline.py", "relu_modelnew.py")
     assert ev.status == EvalStatus.UNVERIFIED and not ev.ok, ev.reason

@@ -5,7 +5,8 @@ A KernelBench-style module (``class Model`` with ``__init__(*get_init_inputs())`
 ``forward(*get_inputs())``) is not a function of its inputs: its weights live on the
 instance. The judge makes it one, the way torchax's ``extract_jax`` makes a module a
 function of (weights, inputs): the array attributes of ``Model(*get_init_inputs())``
-become leading dynamic inputs, set on the instance before ``forward``. Candidates get
+become leading dynamic inputs, set on the instance before ``forward`` (through its ``set_weights(dict)``
+where it has one, as JAXBench's modules do, so an answer may keep a weight in its own layout). Candidates get
 those same values (they cannot bring their own weights), and weights a translation
 left constant (JAXBench's zeros) are drawn at random, so a kernel that ignores them
 fails. ``ENTRY_SOURCE`` is appended to the module's own code, so the reference, the
@@ -46,8 +47,14 @@ def _mk_computation(*args):
     """Model(*init).forward(*inputs), with the weights named in ``names`` set from the leading arguments."""
     *dynamic, names, init = args
     model = _mk_model(init)
-    for name, value in zip(names, dynamic):
-        setattr(model, name.replace(".", "_"), value)  # a PyTorch task's "linear.weight" is linear_weight
+    weights = dict(zip(names, dynamic))
+    if callable(getattr(model, "set_weights", None)):
+        # the format's own contract (JAXBench's): the model lays the task's weights out as its forward wants
+        # them (a bias kept as (1, N), say); the values are still the task's, so one that drops them is wrong
+        model.set_weights(weights)
+    else:
+        for name, value in weights.items():
+            setattr(model, name.replace(".", "_"), value)  # a PyTorch task's "linear.weight" is linear_weight
     return model.forward(*dynamic[len(names):])
 
 
