@@ -79,6 +79,18 @@ def test_constants_the_computation_reads_are_not_sizes():
     assert not read_by_computation(source) & {"channels", "CONFIG['seq']"}  # a parameter; inputs only
 
 
+
+def test_the_computation_is_what_its_entry_reaches_not_a_benchmark_beside_it():
+    """JAXBench's priority baselines have a benchmark() that reads every size: it is not the computation."""
+    source = (
+        "CONFIG = {'M': 8192, 'N': 4096, 'heads': 8}\n"
+        "def _scale(x):\n    return x / CONFIG['heads']\n"
+        "def workload(a):\n    return _scale(a)\n"
+        "def create_inputs():\n    return [CONFIG['M'], CONFIG['N']]\n"
+        "def benchmark():\n    return CONFIG['M'] * CONFIG['N'] * CONFIG['heads']\n")
+    assert read_by_computation(source) >= {"CONFIG['heads']", "_scale"}  # reached through a helper
+    assert not read_by_computation(source) & {"CONFIG['M']", "CONFIG['N']"}
+
 def test_the_derived_size_is_the_gentlest_under_the_limit():
     task = load("gemm_bias_relu.py")
     module, how = derive(task.metadata, 40 << 20)
@@ -128,6 +140,14 @@ def test_an_answer_with_set_weights_lays_the_tasks_weights_out_itself(evaluator)
     drop = ("            setattr(self, name.replace", "            0 and setattr(self, name.replace")
     ev = judge(evaluator, "gemm_bias_relu.py", "gemm_bias_relu_own_layout.py", edit=drop)
     assert ev.status == EvalStatus.INCORRECT, ev.reason
+
+
+@pytest.mark.slow
+def test_work_left_in_jnp_is_refused_as_such_when_the_check_size_does_not_even_trace(evaluator):
+    ev = judge(evaluator, "gemm_bias_relu.py", "jnp_gemm_full_size_only.py")
+    assert ev.status == EvalStatus.REJECTED, ev.reason
+    assert ev.reason.startswith("matmul/conv FLOPs") and "(besides, tracing computation() at check size 1" in ev.reason
+    assert [c.name for c in ev.checks if not c.passed] == ["trace", "proof_of_kernel"]
 
 
 @pytest.mark.slow
