@@ -190,26 +190,43 @@ def size_constants(source: str) -> dict[str, Any]:
 
 #: Functions that only make inputs: the constants they read are sizes a small size may change.
 INPUT_FUNCTIONS = frozenset({"get_inputs", "get_init_inputs", "create_inputs", "get_flops"})
+#: Where a task's computation starts, in the formats read (JAXBench's workload, KernelBench's classes, ours).
+ENTRY_NAMES = ("workload", "Model", "ModelNew", "computation")
+
+
+def _loads(node: ast.AST) -> set[str]:
+    """Module-level names (and ``CONFIG['key']`` reads) a definition reads: not its own parameters or locals."""
+    names: set[str] = set()
+    for fn in [n for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.Lambda))]:
+        local = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+        local |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        for inner in ast.walk(fn):
+            if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Load) and inner.id not in local:
+                names.add(inner.id)
+            elif (isinstance(inner, ast.Subscript) and isinstance(inner.value, ast.Name)
+                  and inner.value.id == "CONFIG" and isinstance(inner.slice, ast.Constant)):
+                names.add(f"CONFIG[{inner.slice.value!r}]")
+    return names
 
 
 def read_by_computation(source: str) -> set[str]:
     """Module constants the computation itself reads (``groups`` in a forward, ``CONFIG['num_heads']`` in a
     workload): part of what it computes, not only of its input sizes. A copy of the reference inside a
-    candidate keeps their full-size values, so a small size must keep them too. A function's own parameters
-    and locals are not module constants."""
+    candidate keeps their full-size values, so a small size must keep them too. The computation is its entry
+    and the module's functions and classes it reaches: a ``benchmark()`` beside it that reads every size is
+    not part of it. A function's own parameters and locals are not module constants."""
+    defs = {n.name: n for n in pyast.parse(source).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    todo = [n for n in ENTRY_NAMES if n in defs] or [n for n in defs if n not in INPUT_FUNCTIONS]
+    seen: set[str] = set()
     names: set[str] = set()
-    for node in pyast.parse(source).body:
-        if not isinstance(node, (ast.FunctionDef, ast.ClassDef)) or node.name in INPUT_FUNCTIONS:
+    while todo:
+        name = todo.pop()
+        if name in seen or name in INPUT_FUNCTIONS:
             continue
-        for fn in [n for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.Lambda))]:
-            local = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
-            local |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-            for inner in ast.walk(fn):
-                if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Load) and inner.id not in local:
-                    names.add(inner.id)
-                elif (isinstance(inner, ast.Subscript) and isinstance(inner.value, ast.Name)
-                      and inner.value.id == "CONFIG" and isinstance(inner.slice, ast.Constant)):
-                    names.add(f"CONFIG[{inner.slice.value!r}]")
+        seen.add(name)
+        read = _loads(defs[name])
+        names |= read
+        todo.extend(n for n in read if n in defs)
     return names
 
 

@@ -200,8 +200,11 @@ def _trace_sizes(fn, sizes, job, platform: Platform, source: str, emit: Emit, st
         try:
             traced.append(_trace(fn, *_abstract(spec), job["target"], platform))
         except BaseException as exc:
-            emit({"type": "check", "name": "trace", "ok": False, "size": index % len(sizes),
-                  "error": error_record(exc, source)})
+            failed = {"type": "check", "name": "trace", "ok": False, "size": index % len(sizes),
+                      "error": error_record(exc, source)}
+            if traced:  # the full size traced: its own count may refuse it whatever the check size did
+                failed["work"] = work_stats(traced[0])
+            emit(failed)
             return None
     return traced
 

@@ -100,9 +100,23 @@ class Verdict:
             self.checks.append(CheckResult("trace", False, err["message"], err))
             line = f" (candidate line {err['line']})" if err.get("line") else ""
             at = "full size" if not (trace or {}).get("size") else f"check size {trace['size']}"
-            return self.done(EvalStatus.COMPILE_ERROR, f"tracing computation() at {at} failed: {err['type']}: "
-                             f"{err['message']}{line}{_hint(err)}")
+            failed = f"tracing computation() at {at} failed: {err['type']}: {err['message']}{line}{_hint(err)}"
+            refused = self._refused_at_full_size((trace or {}).get("work"))
+            if refused is not None:  # the full size's program is refused whatever the check size did: say that
+                return self.done(EvalStatus.REJECTED, f"{refused} (besides, {failed})")
+            return self.done(EvalStatus.COMPILE_ERROR, failed)
         return self._after_trace(traced, trace)
+
+    def _refused_at_full_size(self, stats: dict[str, Any] | None) -> str | None:
+        """The proof-of-kernel refusal of the full size's program by the tracer's own count (a count the candidate's
+        process made: it may refuse, never pass), or None."""
+        if not stats:
+            return None
+        ok, why = proof.verdict({**stats, "unknown_ops": {}}, self.ref.program_work[0])
+        if ok:
+            return None
+        self.checks.append(CheckResult("proof_of_kernel", False, why))
+        return why
 
     def _load_and_integrity(self, traced: JobOutcome) -> Evaluation | None:
         for header, _ in traced.all("check"):
