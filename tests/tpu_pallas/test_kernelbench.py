@@ -151,6 +151,18 @@ def test_work_left_in_jnp_is_refused_as_such_when_the_check_size_does_not_even_t
 
 
 @pytest.mark.slow
+def test_a_kernel_failing_only_at_the_smallest_derived_size_is_checked_closer_to_the_full_size(evaluator):
+    ev = judge(evaluator, "rows_relu.py", "rows_relu_in_groups.py")
+    assert ev.status == EvalStatus.OK, ev.reason
+    assert "rows 8192->2048" in ev.reason  # 256 rows per group, where the first size left 128
+    assert "rows 8192->1024" in ev.details["smaller_check_size"]["note"]
+    # a kernel wrong at every size is still refused, with the first size's reason
+    ev = judge(evaluator, "rows_relu.py", "rows_relu_in_groups.py", edit=("jnp.maximum(x_ref[...], 0.0)", "x_ref[...]"))
+    assert ev.status == EvalStatus.INCORRECT and "rows 8192->1024" not in ev.reason, ev.reason
+    assert "smaller_check_size" not in ev.details
+
+
+@pytest.mark.slow
 def test_with_no_size_small_enough_the_verdict_is_unverified_not_incorrect(evaluator):
     ev = judge(evaluator, "relu_sizes_inline.py", "relu_modelnew.py")
     assert ev.status == EvalStatus.UNVERIFIED and not ev.ok, ev.reason

@@ -32,9 +32,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import attrs
 import numpy as np
 from attrs import field, frozen
-from maxkernel_core import Candidate, Evaluation, Fit, Task, TaskError
+from maxkernel_core import Candidate, EvalStatus, Evaluation, Fit, Task, TaskError
 
 from ..sandbox.pool import WorkerPool
 from ..sandbox.records import JobOutcome, Limits
@@ -75,6 +76,8 @@ class ReferenceData:
     judge_platform: Platform | None = field(default=None, eq=False, repr=False)
     #: per set: the reference widened to f32 where its outputs hold NaN/Inf (``jobs._wide_outputs``), else []
     wide_outputs: list[list[np.ndarray]] = field(factory=list, eq=False, repr=False)
+    #: whether the check size is one the judge derived (a task with no small size of its own)
+    derived: bool = False
     _memo: dict[str, Any] = field(factory=dict, eq=False, repr=False)
 
     @property
@@ -148,9 +151,11 @@ class Evaluator:
 
     # --- the reference ------------------------------------------------------------
 
-    def reference(self, task: Task, target: str = "v5e") -> ReferenceData:
+    def reference(self, task: Task, target: str = "v5e", gentler: bool = False) -> ReferenceData:
+        """The task's reference, prepared once; ``gentler``: at the gentlest derived size the CPU's full-size
+        limit allows, for a candidate that failed at the usual one (``evaluate``)."""
         module = Path(task.metadata["module"])
-        key = (task.id, str(module), module.stat().st_mtime_ns, self.fresh_inputs, target)
+        key = (task.id, str(module), module.stat().st_mtime_ns, self.fresh_inputs, target, gentler)
         with self._lock:
             if key in self._references:
                 return self._references[key]
@@ -158,7 +163,8 @@ class Evaluator:
         measure, chip_note = self.measures(target)
         job = {"kind": "reference", "platform": self.platform.spec, "task": task.metadata, "fresh": self.fresh_inputs,
                "size": size, "target": target, "max_full_input_bytes": FULL_SIZE_CPU_INPUT_BYTES, "device": measure,
-               "compile_timeout_s": self.reference_compile_timeout_s, "atol": task.atol, "rtol": task.rtol}
+               "compile_timeout_s": self.reference_compile_timeout_s, "atol": task.atol, "rtol": task.rtol,
+               "small_set_bytes": FULL_SIZE_CPU_INPUT_BYTES if gentler else None}
         self.pool.warm_up()  # candidate workers warm while the reference runs
         outcome = self.pool.run_trusted(job, timeout=self.reference_timeout_s)
         head = outcome.last("reference")
@@ -186,7 +192,8 @@ class Evaluator:
         data = ReferenceData(header["full_shapes"], header["static_full"], header["work"], header.get("flops"),
                              sets, inputs, outputs, header.get("platform", "cpu"), header.get("note", ""),
                              chip, chip_note, header.get("xla"), header["program_work"], header["check_sizes"],
-                             target, header.get("signature", ""), self.platform, wide_outputs=wide)
+                             target, header.get("signature", ""), self.platform, wide_outputs=wide,
+                             derived=bool(header.get("derived")))
         with self._lock:
             self._references[key] = data
         return data
@@ -207,6 +214,22 @@ class Evaluator:
     def evaluate(self, task: Task, candidate: Candidate, *, target: str) -> Evaluation:
         self.check_target(target)
         ref = self.reference(task, target)
+        first = self._judge(task, candidate, target, ref)
+        if not (ref.derived and _failed_at_check_size(first)):
+            return first
+        # A derived size is the judge's choice, not the task's: a kernel that fails only there (a block size
+        # hard-coded for the full size) is checked once more closer to the full size; both failing keeps the first.
+        gentler = self.reference(task, target, gentler=True)
+        if gentler.check_sizes == ref.check_sizes:
+            return first
+        second = self._judge(task, candidate, target, gentler)
+        if second.status != EvalStatus.OK:
+            return first
+        details = {**second.details, "smaller_check_size": {"note": ref.note, "failed": first.reason}}
+        reason = f"{second.reason}; it failed at the smaller size the judge derived first ({ref.note})"
+        return attrs.evolve(second, reason=reason, details=details)
+
+    def _judge(self, task: Task, candidate: Candidate, target: str, ref: ReferenceData) -> Evaluation:
         job = {"kind": "trace", "platform": self.platform.spec, "target": target, "full_shapes": ref.full_shapes, "static_full": ref.static_full,
                "check_sizes": ref.check_sizes, "entry": task.metadata.get("entry", "computation"),
                "wrap": task.metadata.get("wrap", "")}
@@ -255,3 +278,11 @@ def evaluator_from_settings(settings, platform: Platform, check_target) -> Evalu
     limits = Limits(timeout_s=ev.timeout_s, memory_mb=ev.memory_mb, device=ev.device, platform=platform.spec)
     return Evaluator(limits, check_target=check_target, fresh_inputs=max(ev.fresh_inputs, 0), spares=max(ev.spares, 0),
                      reference_timeout_s=ev.reference_timeout_s, reference_compile_timeout_s=ev.reference_compile_timeout_s)
+
+
+def _failed_at_check_size(ev: Evaluation) -> bool:
+    """Refused by the CPU check at the check size (wrong values there, or not tracing there), nothing else."""
+    failed = next((c for c in ev.checks if not c.passed), None)
+    if failed is None or ev.status not in (EvalStatus.INCORRECT, EvalStatus.COMPILE_ERROR):
+        return False
+    return failed.name == "correctness" or (failed.name == "trace" and bool(failed.details.get("size")))

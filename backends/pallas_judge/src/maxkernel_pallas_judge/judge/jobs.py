@@ -75,13 +75,13 @@ def _check_inputs(module, meta, job, shapes) -> tuple[list[dict[str, Any]], Any,
     """(input sets, the module they are checked with, a note on their size) for the CPU checks. A task without
     its own small size is checked at full size while one set is at most the CPU limit; above it, at a derived
     small size; with none, not at all on the CPU (unverified, where no chip checks the full size)."""
-    from .small_size import derive, set_bytes
+    from .small_size import SMALL_SET_BYTES, derive, set_bytes
 
     full_bytes = set_bytes(shapes)
     if job["size"] != "full" or full_bytes <= job["max_full_input_bytes"]:
         at = "at the task's small size" if job["size"] == "small" else "at full size"
         return task_inputs.input_sets(module, meta, fresh=int(job["fresh"]), size=job["size"]), module, at
-    small, how = derive(meta, full_bytes)
+    small, how = derive(meta, full_bytes, int(job.get("small_set_bytes") or SMALL_SET_BYTES))
     too_big = (f"the task has no small size and one full-size input set ({full_bytes / 2**20:.0f} MiB) is over "
                f"the {job['max_full_input_bytes'] / 2**20:.0f} MiB a CPU correctness run takes")
     if small is None:
@@ -160,6 +160,7 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
         "xla": xla,
         "sets": len(sets),
         "note": note,
+        "derived": check_module is not module,  # checked at a size the judge derived, not the task's own
         "platform": jax.default_backend(),
     })
     for i, (s, outputs) in enumerate(zip(sets, expected, strict=True)):

@@ -14,7 +14,11 @@ constants shrunk:
   not both become 512, which would make rows and columns indistinguishable): a value that would
   meet or pass a smaller one's new value is raised by multiples of ``m``, keeping its residue;
 - ``m`` goes down from 1024 until one input set is under ``SMALL_SET_BYTES``: the gentlest
-  shrink that is small enough, so the check stays as close to the full size as it can;
+  shrink that is small enough, so the check stays as close to the full size as it can; a candidate
+  that fails there is checked once more at a gentler size, up to the CPU's full-size limit
+  (``Evaluator.evaluate``): a block size hard-coded for the full size (128 rows of each of 8 groups)
+  can need more than the smallest shrink keeps, and a kernel that runs right closer to the full size
+  is not refused for a size it never meets;
 - a constant the computation itself reads (``groups`` in a forward, ``CONFIG['num_heads']`` in a
   workload) keeps its value: it is part of what is computed, and a candidate that copied the
   reference keeps the full-size value;
@@ -107,8 +111,10 @@ def _largest(value: Any) -> int:
     return max(value) if isinstance(value, tuple) else value
 
 
-def derive(meta: dict[str, Any], full_bytes: int) -> tuple[Any, str] | tuple[None, str]:
-    """(module at the derived size, what changed) or (None, why no small size could be derived)."""
+def derive(meta: dict[str, Any], full_bytes: int, set_bytes_aim: int = SMALL_SET_BYTES
+           ) -> tuple[Any, str] | tuple[None, str]:
+    """(module at the derived size, what changed) or (None, why no small size could be derived): the gentlest
+    shrink with one input set of at most ``set_bytes_aim`` (else the smallest that works)."""
     from pathlib import Path
 
     from .task_module import module_source, read_by_computation
@@ -126,7 +132,7 @@ def derive(meta: dict[str, Any], full_bytes: int) -> tuple[Any, str] | tuple[Non
         overrides, module, nbytes = found
         if nbytes < full_bytes and (best is None or nbytes < best[2]):
             best = found
-        if nbytes <= SMALL_SET_BYTES:
+        if nbytes <= set_bytes_aim:
             break
     if best is None:
         return None, "shrinking its size constants breaks the module at every level"

@@ -97,7 +97,7 @@ class Verdict:
                 return bad
             error = traced.last("error")
             err = (trace or {}).get("error") or {"type": "Error", "message": error[0]["message"] if error else "no trace"}
-            self.checks.append(CheckResult("trace", False, err["message"], err))
+            self.checks.append(CheckResult("trace", False, err["message"], {**err, "size": (trace or {}).get("size", 0)}))
             line = f" (candidate line {err['line']})" if err.get("line") else ""
             at = "full size" if not (trace or {}).get("size") else f"check size {trace['size']}"
             failed = f"tracing computation() at {at} failed: {err['type']}: {err['message']}{line}{_hint(err)}"
