@@ -23,6 +23,13 @@ def test_a_name_that_moved_is_found_where_it_lives_now():
         assert "pl.ANY" in hint(raised(lambda: pltpu.ANY))
 
 
+def test_a_same_name_elsewhere_is_offered_with_a_caution():
+    if hasattr(pltpu, "repeat"):
+        pytest.skip("this jax still has pltpu.repeat")
+    text = hint(raised(lambda: pltpu.repeat))
+    assert "the same name exists as jnp.repeat (check it computes the same)" in text
+
+
 def test_a_misspelt_name_gets_the_closest_ones():
     assert "closest in jnp: " in hint(raised(lambda: jax.numpy.maximun))
     assert "maximum" in hint(raised(lambda: jax.numpy.maximun))

@@ -51,7 +51,8 @@ def _missing_name(module_name: str, name: str) -> str:
         close = []
     offers = []
     if elsewhere:
-        offers.append(f"the name exists as {' and '.join(elsewhere)}")
+        # a name is not a meaning: pltpu.repeat tiled, jnp.repeat repeats each element
+        offers.append(f"the same name exists as {' and '.join(elsewhere)} (check it computes the same)")
     if close:
         offers.append(f"closest in {alias}: {', '.join(close)}")
     return (f"{_version()} has no {alias}.{name}" + (f"; {'; '.join(offers)}" if offers else
