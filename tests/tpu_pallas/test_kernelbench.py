@@ -68,6 +68,12 @@ def test_a_small_size_keeps_divisibility_and_equal_dims_equal():
     assert size_constants(source) == {"batch_size": 1024, "shape": (8, 4096), "CONFIG['M']": 2048}
 
 
+def test_a_size_written_as_integer_arithmetic_is_a_size_constant():
+    """KernelBench's level 1 writes N = 2048 * 2: folded as written, never run; names and floats are not folded."""
+    source = ("N = 2048 * 2\nM = 1 << 12\nP = 2**10 + 3\nshape = (64 * 2, 8)\nQ = N * 2\nR = 2 ** 10 ** 10\n"
+              "eps = 1e-5 * 2\n")
+    assert size_constants(source) == {"N": 4096, "M": 4096, "P": 1027, "shape": (128, 8)}
+
 def test_constants_the_computation_reads_are_not_sizes():
     source = (
         "groups = 64\nchannels = 64\nCONFIG = {'heads': 16, 'seq': 4096}\n"

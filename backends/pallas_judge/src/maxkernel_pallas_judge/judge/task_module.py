@@ -166,11 +166,41 @@ def _mk_torch_outputs(*args):
 '''
 
 
+#: Integer arithmetic a size may be written in (``N = 2048 * 2``), folded without running the module.
+_INT_OPS = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__, ast.FloorDiv: int.__floordiv__,
+            ast.LShift: int.__lshift__}
+#: Folded values are sizes: past this the folding stops (no 2 << 10**9 is ever built)
+_FOLD_LIMIT = 1 << 48
+
+
+def _folded(node: ast.expr) -> int | None:
+    """An int written as literal arithmetic (``2048 * 2``, ``1 << 14``, ``2**12``), else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.BinOp):
+        left, right = _folded(node.left), _folded(node.right)
+        if left is None or right is None or abs(left) > _FOLD_LIMIT or not 0 <= right <= _FOLD_LIMIT:
+            return None
+        if isinstance(node.op, ast.Pow) and right <= 64 and abs(left) <= 1 << 16:
+            value = left**right
+        elif isinstance(node.op, ast.LShift) and right > 48 or isinstance(node.op, ast.FloorDiv) and right == 0:
+            return None
+        elif type(node.op) in _INT_OPS:
+            value = _INT_OPS[type(node.op)](left, right)
+        else:
+            return None
+        return value if abs(value) <= _FOLD_LIMIT else None
+    return None
+
+
 def _constant(node: ast.expr) -> Any:
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
+        if isinstance(node, ast.Tuple):
+            items = [_folded(e) for e in node.elts]
+            return None if None in items else tuple(items)
+        return _folded(node)
 
 
 def size_constants(source: str) -> dict[str, Any]:
