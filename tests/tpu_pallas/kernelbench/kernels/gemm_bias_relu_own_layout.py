@@ -1,5 +1,5 @@
-"""A JAXBench-style answer that keeps a weight in its own layout: its set_weights(dict) receives the task's
-weights and stores the bias as (1, N), the shape its kernel's BlockSpec wants (a (N,) bias does not trace)."""
+"""An answer that keeps a weight in its own shape: the bias as (1, N), the shape its kernel's BlockSpec wants
+(a (N,) bias does not trace). Its set_weights converts from PyTorch's layout, as JAXBench's do: never called."""
 
 import functools
 
@@ -33,9 +33,7 @@ class ModelNew:
         self.bias = jnp.zeros((1, out_features))
 
     def set_weights(self, weights_dict):
-        for name, value in weights_dict.items():
-            value = jnp.asarray(value)
-            setattr(self, name.replace(".", "_"), value.reshape(1, -1) if name == "bias" else value)
+        raise AssertionError("the judge sets the task's weights itself")
 
     def forward(self, x):
         m, k = x.shape

@@ -5,8 +5,8 @@ A KernelBench-style module (``class Model`` with ``__init__(*get_init_inputs())`
 ``forward(*get_inputs())``) is not a function of its inputs: its weights live on the
 instance. The judge makes it one, the way torchax's ``extract_jax`` makes a module a
 function of (weights, inputs): the array attributes of ``Model(*get_init_inputs())``
-become leading dynamic inputs, set on the instance before ``forward`` (through its ``set_weights(dict)``
-where it has one, as JAXBench's modules do, so an answer may keep a weight in its own layout). Candidates get
+become leading dynamic inputs, set on the instance before ``forward`` (in the shape the instance made its own
+in, where that differs only by unit axes: an answer may keep a bias as (1, N)). Candidates get
 those same values (they cannot bring their own weights), and weights a translation
 left constant (JAXBench's zeros) are drawn at random, so a kernel that ignores them
 fails. ``ENTRY_SOURCE`` is appended to the module's own code, so the reference, the
@@ -47,15 +47,22 @@ def _mk_computation(*args):
     """Model(*init).forward(*inputs), with the weights named in ``names`` set from the leading arguments."""
     *dynamic, names, init = args
     model = _mk_model(init)
-    weights = dict(zip(names, dynamic))
-    if callable(getattr(model, "set_weights", None)):
-        # the format's own contract (JAXBench's): the model lays the task's weights out as its forward wants
-        # them (a bias kept as (1, N), say); the values are still the task's, so one that drops them is wrong
-        model.set_weights(weights)
-    else:
-        for name, value in weights.items():
-            setattr(model, name.replace(".", "_"), value)  # a PyTorch task's "linear.weight" is linear_weight
+    for name, value in zip(names, dynamic):
+        attr = name.replace(".", "_")  # a PyTorch task's "linear.weight" is linear_weight
+        setattr(model, attr, _mk_as_own(value, getattr(model, attr, None)))
     return model.forward(*dynamic[len(names):])
+
+
+def _mk_as_own(value, own):
+    """The task's weight in the shape the model made its own in, where the two differ only by unit axes (a bias
+    kept as (1, N) for a BlockSpec): the values stay the task's. ``set_weights`` is never called: JAXBench's
+    convert PyTorch layouts, and these values are already the module's own."""
+    shape = getattr(own, "shape", None)
+    if shape is None or tuple(shape) == tuple(value.shape):
+        return value
+    if [d for d in shape if d != 1] == [d for d in value.shape if d != 1]:
+        return value.reshape(shape)
+    return value
 
 
 def _mk_weight(value, rng):
