@@ -171,7 +171,8 @@ def test_a_kernel_failing_only_at_the_smallest_derived_size_is_checked_closer_to
 def test_with_no_size_small_enough_the_verdict_is_unverified_not_incorrect(evaluator):
     ev = judge(evaluator, "relu_sizes_inline.py", "relu_modelnew.py")
     assert ev.status == EvalStatus.UNVERIFIED and not ev.ok, ev.reason
-    assert "no small size could be derived" in ev.reason and "20 MiB" in ev.reason
+    assert "no small size could be derived" in ev.reason
+    assert "inputs and outputs (40 MiB)" in ev.reason  # 20 MiB in, 20 MiB out: a call's outputs count too
 
 
 @pytest.mark.slow

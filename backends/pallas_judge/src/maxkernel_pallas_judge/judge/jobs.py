@@ -71,19 +71,20 @@ def check_sizes(sets: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[
     return sizes, which
 
 
-def _check_inputs(module, meta, job, shapes) -> tuple[list[dict[str, Any]], Any, str]:
+def _check_inputs(module, meta, job, shapes, out_avals) -> tuple[list[dict[str, Any]], Any, str]:
     """(input sets, the module they are checked with, a note on their size) for the CPU checks. A task without
-    its own small size is checked at full size while one set is at most the CPU limit; above it, at a derived
-    small size; with none, not at all on the CPU (unverified, where no chip checks the full size)."""
+    its own small size is checked at full size while one call's inputs and outputs are at most the CPU limit
+    (64 K-wide rows make a 4 GiB product of 16 MiB of inputs); above it, at a derived small size; with none,
+    not at all on the CPU (unverified, where no chip checks the full size)."""
     from .small_size import SMALL_SET_BYTES, derive, set_bytes
 
-    full_bytes = set_bytes(shapes)
+    full_bytes = set_bytes(shapes) + set_bytes(out_avals)
     if job["size"] != "full" or full_bytes <= job["max_full_input_bytes"]:
         at = "at the task's small size" if job["size"] == "small" else "at full size"
         return task_inputs.input_sets(module, meta, fresh=int(job["fresh"]), size=job["size"]), module, at
     small, how = derive(meta, full_bytes, int(job.get("small_set_bytes") or SMALL_SET_BYTES))
-    too_big = (f"the task has no small size and one full-size input set ({full_bytes / 2**20:.0f} MiB) is over "
-               f"the {job['max_full_input_bytes'] / 2**20:.0f} MiB a CPU correctness run takes")
+    too_big = (f"the task has no small size and one full-size call's inputs and outputs ({full_bytes / 2**20:.0f} "
+               f"MiB) are over the {job['max_full_input_bytes'] / 2**20:.0f} MiB a CPU correctness run takes")
     if small is None:
         return [], module, f"{too_big}, and no small size could be derived: {how}"
     return task_inputs.input_sets(small, meta, fresh=int(job["fresh"]), size="full"), small, f"at {how}"
@@ -117,7 +118,7 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
     work = work_stats(traced_full)
     flops = float(module.get_flops()) if meta.get("has_flops") else None
     stage("input sets")
-    sets, check_module, note = _check_inputs(module, meta, job, shapes)
+    sets, check_module, note = _check_inputs(module, meta, job, shapes, traced_full.out_avals)
     check_fn = getattr(check_module, meta["entry"])
     expected = []
     for i, s in enumerate(sets):
