@@ -144,9 +144,9 @@ class Registries:
         """The config sections plugins declare, by name (for :func:`maxkernel_core.config.bind_sections`)."""
         return {name: reg.cls for name, reg in self.all("settings_section").items()}
 
-    def suite_roots(self, backend: str) -> list:
-        """The folders of the suites registered for ``backend``, by suite name."""
-        return [reg.cls.root() for reg in self.task_suites.values() if reg.cls.backend == backend]
+    def suite_roots(self, backend: str | None) -> list:
+        """The folders of the suites registered for ``backend`` (None: every suite's), by suite name."""
+        return [reg.cls.root() for reg in self.task_suites.values() if backend is None or reg.cls.backend == backend]
 
 
 class MaxKernelPluginManager(pluggy.PluginManager):

@@ -31,9 +31,12 @@ from .tuned import check_mode, keep_best, start_from_table
 
 
 def task_search_paths(settings: Settings, pm, backend) -> tuple[Path, ...]:
-    """Where a task id is looked up: ``tasks.paths`` first, then the backend's and the registered suites."""
-    return (tuple(Path(p) for p in settings.tasks.paths) + tuple(backend.task_roots())
-            + tuple(pm.registries.suite_roots(backend.name)))
+    """Where a task id is looked up: ``tasks.paths`` first, then the backend's and the registered suites, its own
+    before the other backends' (a task of the TPU's JaxBench is as much a task for the GPU backend, which found
+    it by its path but not by its id; the backend's ``load_task`` decides whether it reads one)."""
+    own = pm.registries.suite_roots(backend.name)
+    others = [root for root in pm.registries.suite_roots(None) if root not in own]
+    return tuple(Path(p) for p in settings.tasks.paths) + tuple(backend.task_roots()) + tuple(own) + tuple(others)
 
 
 def executor_for(settings: Settings, pm) -> Executor:

@@ -36,13 +36,20 @@ def versus(figure: Profile | Speed | None, reference: str = "XLA") -> str:
     return ratio_words(ratio, speed.comparison, reference)
 
 
+def direction(ratio: float) -> str:
+    """faster, slower, or level: a ratio that prints as 1.00x is neither (0.998 read "1.00x slower")."""
+    if f"{ratio:.2f}" == "1.00":
+        return "level"
+    return "faster" if ratio > 1 else "slower"
+
+
 def ratio_words(ratio: float | None, comparison: str, reference: str = "XLA") -> str:
     """"0.82x XLA (slower, measured/measured)" from a stored ratio and its kinds (a bench row, a tuned entry);
     "" without a ratio. A ratio under 1 always reads slower."""
     if not ratio:
         return ""
     kinds = comparison if "/" in comparison else f"{comparison}/{comparison}"
-    return f"{ratio:.2f}x {reference} ({'faster' if ratio >= 1 else 'slower'}, {kinds})"
+    return f"{ratio:.2f}x {reference} ({direction(ratio)}, {kinds})"
 
 
 def phrase(figure: Profile | Speed | None, *, chip: bool = True) -> str:
@@ -76,8 +83,9 @@ def sentence(figure: Profile | Speed | None, target: str) -> str:
                      f"{'measured' if speed.reference_measured else 'estimated'}: no ratio is taken across kinds.")
         else:
             how = "measured the same way" if speed.measured else "by the same model"
-            verdict = (f"{ratio:.2f}x faster than XLA" if ratio >= 1 else
-                       f"slower than XLA ({ratio:.2f}x: XLA's own program is faster)")
+            verdict = {"faster": f"{ratio:.2f}x faster than XLA",
+                       "level": "as fast as XLA (1.00x, within half a percent)",
+                       "slower": f"slower than XLA ({ratio:.2f}x: XLA's own program is faster)"}[direction(ratio)]
             text += (f" {reference} takes {_us(speed.reference_seconds)} {how}, so the kernel is {verdict} "
                      f"({speed.comparison}; above 1x is faster).")
         if speed.note:

@@ -35,6 +35,14 @@ def test_no_ratio_is_taken_across_kinds():
     assert "no ratio is taken across kinds" in sentence(mixed, "v5e")
 
 
+def test_a_ratio_that_prints_as_one_is_neither_faster_nor_slower():
+    level = Profile("c4", "cost_model", True, 1000e-6, 998e-6, chip="h100")
+    text = sentence(level, "h100")
+    assert "as fast as XLA (1.00x" in text and "slower" not in text and "faster than" not in text
+    assert ratio_words(0.998, "estimated") == "1.00x XLA (level, estimated/estimated)"
+    assert ratio_words(0.994, "estimated") == "0.99x XLA (slower, estimated/estimated)"
+
+
 def test_stored_ratios_are_worded_the_same_way():
     assert ratio_words(0.5, "estimated") == "0.50x XLA (slower, estimated/estimated)"
     assert ratio_words(1.25, "measured/measured") == "1.25x XLA (faster, measured/measured)"

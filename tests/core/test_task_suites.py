@@ -36,6 +36,21 @@ def test_a_registered_suite_is_listed_and_gives_its_roots(mk_pm, tmp_path):
     assert tmp_path not in pm.registries.suite_roots("another_backend")
 
 
+def test_a_task_id_is_looked_up_in_every_suite_the_backends_own_first(mk_pm, tmp_path):
+    from types import SimpleNamespace
+
+    from maxkernel_core.config import Settings
+    from maxkernel_core.run import task_search_paths
+
+    pm = mk_pm
+    theirs, ours = tmp_path / "tpu_suite", tmp_path / "gpu_suite"
+    pm.register(_suite("tpu_one", theirs), name="tpu-plugin")
+    pm.register(_suite("gpu_one", ours, backend="gpu_pallas"), name="gpu-plugin")
+    gpu = SimpleNamespace(name="gpu_pallas", task_roots=lambda: [])
+    paths = task_search_paths(Settings(), pm, gpu)
+    assert theirs in paths and ours in paths and paths.index(ours) < paths.index(theirs)
+
+
 def test_two_suites_with_one_name_fail_naming_both(mk_pm, tmp_path):
     pm = mk_pm
     pm.register(_suite("dup", tmp_path), name="a")
