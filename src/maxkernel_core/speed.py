@@ -45,7 +45,7 @@ def direction(ratio: float) -> str:
 
 def ratio_words(ratio: float | None, comparison: str, reference: str = "XLA") -> str:
     """"0.82x XLA (slower, measured/measured)" from a stored ratio and its kinds (a bench row, a tuned entry);
-    "" without a ratio. A ratio under 1 always reads slower."""
+    "" without a ratio. A ratio under 1 reads slower, unless it prints as 1.00x (``direction``)."""
     if not ratio:
         return ""
     kinds = comparison if "/" in comparison else f"{comparison}/{comparison}"

@@ -139,11 +139,21 @@ def test_a_kernel_that_ignores_the_tasks_weights_is_incorrect(evaluator):
 
 
 @pytest.mark.slow
-def test_a_weight_kept_in_a_shape_of_its_own_gets_the_tasks_values_in_that_shape(evaluator):
+def test_a_weight_kept_in_a_shape_of_its_own_gets_the_tasks_values_in_that_shape(evaluator, tmp_path):
     ev = judge(evaluator, "gemm_bias_relu.py", "gemm_bias_relu_own_layout.py")
     assert ev.status == EvalStatus.OK, ev.reason
-    # JAXBench's set_weights converts PyTorch's layout: a task or answer defining one is never handed its own weights
-    ev = judge(evaluator, "gemm_bias_relu_torch_layout.py", "gemm_bias_relu_own_layout.py")
+    # JAXBench's set_weights takes PyTorch's (out, in) layout: a task or answer defining one is never handed its
+    # own (in, out) weights, which it would transpose
+    torch_layout = (FOLDER / "gemm_bias_relu.py").read_text().replace("    def forward(self, x):", (
+        "    def set_weights(self, weights_dict):\n"
+        "        for name, value in weights_dict.items():\n"
+        "            setattr(self, name, jnp.transpose(value) if name == 'weight' else jnp.array(value))\n\n"
+        "    def forward(self, x):"), 1)
+    assert "def set_weights" in torch_layout
+    (tmp_path / "gemm_bias_relu.py").write_text(torch_layout)
+    task = tasks.load_task_at(tmp_path / "gemm_bias_relu.py")
+    code = kernel_source("gemm_bias_relu_own_layout.py", FOLDER / "kernels")
+    ev = evaluator.evaluate(task, Candidate(task.id, code), target="v5e")
     assert ev.status == EvalStatus.OK, ev.reason
 
 

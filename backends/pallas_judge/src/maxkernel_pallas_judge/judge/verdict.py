@@ -155,9 +155,7 @@ class Verdict:
         self.checks.append(CheckResult("trace", True))
         stats = trace["work"]
         if stats["pallas_calls"] == 0 or stats["callbacks"]:  # nothing was sent on: its own word refuses it
-            ok, why = proof.verdict({**stats, "unknown_ops": {}}, self.ref.program_work[0])
-            self.checks.append(CheckResult("proof_of_kernel", ok, why))
-            return self.done(EvalStatus.REJECTED, why)
+            return self.done(EvalStatus.REJECTED, self._refused_at_full_size(stats))
         lowering = next((h for h, _ in traced.all("check") if h["name"] in ("compile", "export")), None)
         if lowering is not None and not lowering["ok"]:
             return self._lowering_failed(lowering)
