@@ -4,6 +4,7 @@ On a TPU host (through the device tool: `tools/tpu/run.sh python3 benchmarks/mea
 .tpu carried; docs/tpu.md):
 
     python benchmarks/measured_bench.py run --kernels DIR --results FILE [--tasks GLOB] [--stop-after 480]
+        [--jobs N] [--job-log FILE]
 
 Anywhere, from the results file (the per-task table, the rank correlation, the classes, the failures):
 
@@ -21,6 +22,7 @@ import argparse
 import datetime
 import fnmatch
 import json
+import logging
 import math
 import os
 import statistics
@@ -68,14 +70,51 @@ def record(task, ev, target: str, wall_s: float) -> dict:
     return line
 
 
-def run(args) -> int:
+def _backend(jobs: int):
+    """The TPU backend with ``[eval]`` from the usual places, its reference jobs ``jobs`` at once."""
+    from maxkernel_pallas_judge.settings import EvalSettings
     from maxkernel_tpu_pallas.backend import TpuPallasBackend
+
+    from maxkernel_core.config import bind_sections, load_settings
+
+    resolved = load_settings(overrides={"eval.references_at_once": (jobs, "--jobs")})
+    return TpuPallasBackend(bind_sections(resolved, {"eval": EvalSettings}))
+
+
+def judge_one(backend, folder: Path, kernel: Path, target: str) -> dict:
+    """One task's verdict as a results line (a reference that fails is named and kept)."""
     from maxkernel_tpu_pallas.profiling.calibration.validation import operator_class
 
     from maxkernel_core import Candidate
     from maxkernel_core.errors import TaskError
 
-    backend = TpuPallasBackend()
+    task = backend.load_task(folder)
+    t0 = time.monotonic()
+    try:
+        ev = backend.evaluate(task, Candidate(task.id, kernel.read_text()), target=target)
+    except TaskError as exc:  # the task's own reference failed (over a worker's memory, say): named, kept
+        backend.evaluator.release(task)
+        return {"task": task.id, "class": operator_class(task.id), "status": "reference_failed",
+                "reason": str(exc)[:600], "target": target, "measured": False,
+                "wall_s": round(time.monotonic() - t0, 1), "date": datetime.date.today().isoformat()}
+    line = record(task, ev, target, time.monotonic() - t0)
+    backend.evaluator.release(task)  # its full-size outputs: kept for every task, they fill the host's memory
+    return line
+
+
+def run(args) -> int:
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    if args.job_log:  # where each evaluation's time goes: one line per sandboxed job
+        logging.basicConfig(filename=args.job_log, level=logging.WARNING,
+                            format="%(asctime)s %(threadName)s %(message)s")
+        logging.getLogger("maxkernel_pallas_judge.jobs").setLevel(logging.INFO)
+    try:  # a results file it cannot append to would lose every verdict measured: say so before the first
+        args.results.open("a").close()
+    except OSError as exc:
+        print(f"cannot write the results file: {exc} (copy it to a writable file)", file=sys.stderr)
+        return 2
+    backend = _backend(args.jobs)
     target = backend.platform().attached_target()
     if target is None:
         print(f"no TPU attached ({backend.platform().found().line()}): this script measures on the chip; "
@@ -83,35 +122,36 @@ def run(args) -> int:
         return 2
     done = done_tasks(args.results)
     start = time.monotonic()
-    tasks = sorted((d for d in SUITE.iterdir() if d.is_dir() and fnmatch.fnmatch(d.name, args.tasks)),
-                   key=lambda d: [int(t) if t.isdigit() else t for t in d.name.replace("_", " ").split()])
+    folders = sorted((d for d in SUITE.iterdir() if d.is_dir() and fnmatch.fnmatch(d.name, args.tasks)),
+                     key=lambda d: [int(t) if t.isdigit() else t for t in d.name.replace("_", " ").split()])
+    todo = [(f, kernel_for(args.kernels, f.name)) for f in folders if f.name not in done]
+    todo = [(f, k) for f, k in todo if k is not None]
+    running = {}
     try:
-        for folder in tasks:
-            kernel = kernel_for(args.kernels, folder.name)
-            if folder.name in done or kernel is None:
-                continue
-            if time.monotonic() - start > args.stop_after:
-                print(f"stopping after {args.stop_after:g} s: run again to continue", flush=True)
-                return 0
-            task = backend.load_task(folder)
-            t0 = time.monotonic()
-            try:
-                ev = backend.evaluate(task, Candidate(task.id, kernel.read_text()), target=target)
-            except TaskError as exc:  # the task's own reference failed (over a worker's memory, say): named, kept
-                line = {"task": task.id, "class": operator_class(task.id), "status": "reference_failed",
-                        "reason": str(exc)[:600], "target": target, "measured": False,
-                        "wall_s": round(time.monotonic() - t0, 1), "date": datetime.date.today().isoformat()}
-            else:
-                line = record(task, ev, target, time.monotonic() - t0)
-            with args.results.open("a") as f:
-                f.write(json.dumps(line, default=str) + "\n")
-            ratio = f"{line['speedup']:.2f}x measured" if line.get("speedup") else line["status"]
-            print(f"{task.id:40s} {ratio:16s} (estimated {line.get('estimated_speedup') or 0:.2f}x) "
-                  f"{line['wall_s']:6.1f} s", flush=True)
+        with ThreadPoolExecutor(max_workers=args.jobs, thread_name_prefix="task") as pool:
+            while todo or running:
+                while todo and len(running) < args.jobs and time.monotonic() - start <= args.stop_after:
+                    folder, kernel = todo.pop(0)
+                    running[pool.submit(judge_one, backend, folder, kernel, target)] = folder.name
+                if not running:
+                    print(f"stopping after {args.stop_after:g} s: run again to continue", flush=True)
+                    return 0
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    running.pop(future)
+                    _write(args.results, future.result())
     finally:
         backend.close()
     print("every task with a kernel is in the results", flush=True)
     return 0
+
+
+def _write(results: Path, line: dict) -> None:
+    with results.open("a") as f:
+        f.write(json.dumps(line, default=str) + "\n")
+    ratio = f"{line['speedup']:.2f}x measured" if line.get("speedup") else line["status"]
+    print(f"{line['task']:40s} {ratio:16s} (estimated {line.get('estimated_speedup') or 0:.2f}x) "
+          f"{line['wall_s']:6.1f} s", flush=True)
 
 
 def _geomean(values):
@@ -193,6 +233,9 @@ def main() -> int:
     go.add_argument("--tasks", default="*")
     go.add_argument("--stop-after", type=float, default=float(os.environ.get("MEASURED_BENCH_STOP_S", "480")),
                     help="start no task after this many seconds (the device tool cuts a call at 600)")
+    go.add_argument("--jobs", type=int, default=1,
+                    help="tasks judged at once (their CPU-side jobs in parallel; the chip's in turn)")
+    go.add_argument("--job-log", type=Path, help="append one line per sandboxed job (kind, seconds) here")
     shown = sub.add_parser("report", help="the table and figures of a results file")
     shown.add_argument("results", type=Path)
     args = parser.parse_args()

@@ -152,3 +152,27 @@ def test_a_task_whose_inputs_were_let_go_is_held_again(chip_evaluator, tiny, tpu
     assert len(chip_evaluator.chip._payloads) == 2 and first.details["timing"]["reference"]["xplane"]
     again = chip_evaluator.evaluate(tiny, Candidate(tiny.id, honest + "\n# 3"), target="v5e")
     assert again.ok and not again.profile.estimated, again.reason
+
+
+def test_a_reference_put_back_for_a_check_is_not_timed_again(chip_evaluator, tiny, tmp_path, monkeypatch):
+    """A task put back on the chip for a check (another task held it, or the worker was replaced) gets its
+    inputs and XLA's outputs there, not a second timing: the verdict's reference figures are the first's."""
+    monkeypatch.setenv("MAXKERNEL_HOME", str(tmp_path))
+    ref = chip_evaluator.reference(tiny, "v5e")
+    put_back = chip_evaluator.chip._send(tiny, ref.chip.key, restore=True)
+    head = put_back.last("device_reference")[0]
+    assert put_back.status == "done" and head["restored"] and "timing" not in head
+    ev = chip_evaluator.evaluate(tiny, Candidate(tiny.id, kernel_source("honest_matmul.py") + "\n# r"), target="v5e")
+    assert ev.ok and ev.profile.reference_seconds == ref.chip.timing["median_s"], ev.reason
+
+
+def test_a_released_task_lets_go_of_its_full_size_data(chip_evaluator, tiny, tmp_path, monkeypatch):
+    """A bench over many tasks releases each when done (its full-size outputs would fill the host's memory);
+    judging it again builds the reference afresh and measures as before."""
+    monkeypatch.setenv("MAXKERNEL_HOME", str(tmp_path))
+    ref = chip_evaluator.reference(tiny, "v5e")
+    chip_evaluator.release(tiny)
+    assert ref.chip.key not in chip_evaluator.chip._payloads
+    assert all(key[0] != tiny.id for key in chip_evaluator._references)
+    ev = chip_evaluator.evaluate(tiny, Candidate(tiny.id, kernel_source("honest_matmul.py") + "\n# d"), target="v5e")
+    assert ev.ok and not ev.profile.estimated, ev.reason

@@ -6,8 +6,10 @@
 #          against a wall clock; the unwritten-scratch kernel refused; calibrate end to end): test-tpu.log and
 #          $OUT/tpu-figures.jsonl
 #   cli    maxkernel eval, profile and run on the main job's task, as a user types them: cli.log
+#   transfer  how fast arrays move between processes and to and from the chip: transfer.jsonl
 #   bench  the measured bench of the offline JaxBench kernels, resumed from benchmarks/results/measured-bench.jsonl
-#          (copy $OUT/measured-bench.jsonl back there between calls): bench.log
+#          (copy $OUT/measured-bench.jsonl back there between calls), JOBS tasks at once (3: the host's 13 cores
+#          and 40 GiB; the chip's jobs wait in turn): bench.log, and jobs.log (each sandboxed job's seconds)
 # Usage there: tools/tpu/device_check.sh STEP... (default: tests)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,11 +27,13 @@ for step in "${@:-tests}"; do
            $run maxkernel profile --task "$task" --kernel tests/tpu_pallas/kernels/honest_matmul_bias_gelu.py
            $run maxkernel run --task "$task" --strategy auto --provider offline --out "$scratch/out"; } \
            2>&1 | tee "$OUT/cli.log" ;;
+    transfer) $run python3 tools/tpu/probe_transfer.py 512 2>&1 | grep '"how"' | tee "$OUT/transfer.jsonl" ;;
     bench) mkdir -p benchmarks/results
-           cp benchmarks/results/measured-bench.jsonl "$OUT/measured-bench.jsonl" 2>/dev/null || true
+           cat benchmarks/results/measured-bench.jsonl > "$OUT/measured-bench.jsonl" 2>/dev/null || true  # a copy, writable
            $run python3 benchmarks/measured_bench.py run --kernels maxkernel-bench-offline/tasks \
-             --results "$OUT/measured-bench.jsonl" --stop-after "${STOP_AFTER:-420}" 2>&1 | tee "$OUT/bench.log" ;;
-    *) echo "device_check.sh: unknown step $step (tests, cli, bench)" >&2; exit 2 ;;
+             --results "$OUT/measured-bench.jsonl" --stop-after "${STOP_AFTER:-420}" --jobs "${JOBS:-3}" \
+             --job-log "$OUT/jobs.log" 2>&1 | tee "$OUT/bench.log" ;;
+    *) echo "device_check.sh: unknown step $step (tests, cli, transfer, bench)" >&2; exit 2 ;;
   esac
 done
 echo "figures in $OUT"

@@ -28,6 +28,9 @@ class EvalSettings(SettingsSection):
     #: Limit on XLA's compile of the reference for the target (only XLA's estimate needs it): past it the task
     #: is judged without XLA's figures, and says so.
     reference_compile_timeout_s: float = 240.0
+    #: Tasks' reference jobs run at once (each may use half the host's memory): more than 1 only on a host
+    #: with room, where several tasks are judged at once (``benchmarks/measured_bench.py --jobs``).
+    references_at_once: int = 1
 
 
 def eval_settings(settings) -> EvalSettings:

@@ -3,7 +3,7 @@ there (``device_job.py`` is the worker's side, ``chip_verdict.py`` judges what c
 
 One lock covers every exchange with the chip, so a check and the reference it needs are never interleaved with
 another task's. The chip holds one task at a time; the parent keeps the full-size inputs and programs of the
-last ``KEEP_PAYLOADS`` tasks, to put one back on the chip when its turn comes again, and builds a reference
+last ``KEEP_PAYLOADS`` tasks (more when several are judged at once), to put one back on the chip when its turn comes again, and builds a reference
 afresh only for a task it let go of.
 """
 
@@ -45,8 +45,9 @@ class ChipReference:
 class ChipHolder:
     """Holds references on the chip and runs checked programs there, for one evaluator."""
 
-    def __init__(self, pool: WorkerPool, platform, timeout_s: float) -> None:
+    def __init__(self, pool: WorkerPool, platform, timeout_s: float, keep: int = KEEP_PAYLOADS) -> None:
         self.pool, self.platform, self.timeout_s = pool, platform, timeout_s
+        self.keep = max(keep, KEEP_PAYLOADS)
         self.lock = threading.RLock()
         self._payloads: OrderedDict[str, tuple[int, list[np.ndarray]]] = OrderedDict()
 
@@ -61,7 +62,7 @@ class ChipHolder:
         with self.lock:
             self._payloads[chip_key] = (n_inputs, list(arrays))
             self._payloads.move_to_end(chip_key)
-            while len(self._payloads) > KEEP_PAYLOADS:
+            while len(self._payloads) > self.keep:
                 self._payloads.popitem(last=False)
             outcome = self._send(task, chip_key)
         done = outcome.last("device_reference")
@@ -78,9 +79,17 @@ class ChipHolder:
         return ChipReference(chip_key, head["device_kind"], head["timing"], xla, exact,
                              distance(exact, xla, task.atol, task.rtol), kept), ""
 
-    def _send(self, task, chip_key: str) -> JobOutcome:
+    def release(self, keys: list[str]) -> None:
+        """Forget these references' full-size inputs (the chip keeps the last task it held until the next)."""
+        with self.lock:
+            for key in keys:
+                self._payloads.pop(key, None)
+
+    def _send(self, task, chip_key: str, restore: bool = False) -> JobOutcome:
+        """Put a task's reference on the chip; ``restore``: again, for a check (not timed or judged again)."""
         n_inputs, arrays = self._payloads[chip_key]
-        job = {"kind": "device_reference", "platform": self.platform.spec, "key": chip_key, "n_inputs": n_inputs}
+        job = {"kind": "device_reference", "platform": self.platform.spec, "key": chip_key, "n_inputs": n_inputs,
+               "restore": restore}
         return self.pool.run_device(job, arrays, timeout=self.timeout_s)
 
     def check(self, task, chip: ChipReference, program: np.ndarray,
@@ -92,7 +101,7 @@ class ChipHolder:
             if outcome.last("need_reference") is None:
                 return outcome, chip
             if chip.key in self._payloads:
-                held = self._send(task, chip.key)
+                held = self._send(task, chip.key, restore=True)
                 if held.status != "done" or held.last("device_reference") is None:
                     return held, chip
             else:  # let go of: build the reference again (new inputs, XLA timed again)

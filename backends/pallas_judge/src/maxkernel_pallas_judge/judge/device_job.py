@@ -7,7 +7,9 @@ times back, and the parent judges them (``chip_verdict.py``).
   chip and stay there; XLA's program of the reference, at the precision a user's ``jax.jit`` gets, is timed
   (``timing.py``) and its outputs kept on the chip for as long as the task is held, so their memory is never
   handed to a candidate's output; the same reference exported at the highest matmul precision runs once: the
-  arbiter when a kernel and XLA disagree. Both references' outputs go back to the parent.
+  arbiter when a kernel and XLA disagree. Both references' outputs go back to the parent. With ``restore`` (a
+  task put back on the chip for a check after another task held it) only the inputs and XLA's outputs go on
+  the chip: the reference was timed and its outputs sent when it was first held.
 * ``device_check``: a candidate's full-size device program (the one the checker proved and compiled) runs on
   the task's inputs and on a set drawn afresh on the chip for this candidate alone (its floating-point inputs
   redrawn with the same mean and spread from a key no candidate can know: no earlier program's outputs, left in
@@ -79,8 +81,15 @@ def run_device_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Em
     stage("reference inputs onto the chip")
     inputs = [jax.device_put(a) for a in arrays[:n]]
     xla, exact = jax.jit(_load(arrays[n]).call), jax.jit(_load(arrays[n + 1]).call)
+    if job.get("restore"):  # put back for a check: timed and judged when first held, sent back then
+        stage("the reference's outputs on the chip")
+        xla_out = _leaves(xla(*inputs))
+        _held[job["key"]] = Held(job["key"], inputs, xla, exact, xla_out)
+        emit({"type": "device_reference", "key": job["key"], "device_kind": _device_kind(), "restored": True})
+        return
     stage("time the reference on the chip")
-    timing, _ = platform.time_on_device(xla, [inputs], trace_root=Path(job["scratch"]))
+    timing, _ = platform.time_on_device(xla, [inputs], trace_root=Path(job["scratch"]), stage=stage)
+    stage("the reference's outputs on the chip")
     xla_out = _leaves(xla(*inputs))
     stage("the high-precision reference on the chip")
     exact_out = _host(_leaves(exact(*inputs)))
@@ -140,15 +149,18 @@ def run_device_check(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, 
         return
     beside = []
     if len(sets) > 1:  # the references on the fresh set, for the parent to judge the candidate's outputs by
+        stage("the references on the fresh set")
         beside = [*_host(_leaves(held.xla(*sets[1]))), *_host(_leaves(held.exact(*sets[1])))]
+    stage("outputs back to the parent")
     emit({"type": "chip_outputs", "sets": len(sets), "n_outputs": len(first[0])},
          [*(a for outs in first for a in _host(outs)), *beside])
     stage("timing on the chip")
     try:
-        timing, kept = platform.time_on_device(program, sets, trace_root=Path(job["scratch"]))
+        timing, kept = platform.time_on_device(program, sets, trace_root=Path(job["scratch"]), stage=stage)
     except Exception as exc:
         emit({"type": "timing", "ok": False, "error": trim_error(exc, "candidate.py")})
         return
+    stage("timed calls against the first")
     off = [_count_off(_leaves(out), first[which], job["atol"], job["rtol"]) for which, out in kept]
     trace = np.frombuffer(timing.pop("trace"), dtype=np.uint8)
     emit({"type": "timing", "ok": True, "device_kind": _device_kind(), "calls_checked": len(off),

@@ -117,15 +117,16 @@ class Evaluator:
 
     def __init__(self, limits: Limits | None = None, fresh_inputs: int = 3, spares: int = 1,
                  reference_timeout_s: float = 900.0, reference_compile_timeout_s: float = 240.0,
-                 check_target=None) -> None:
+                 check_target=None, references_at_once: int = 1) -> None:
         self.limits = limits or Limits()
         self.platform: Platform = load_platform(self.limits.platform)
         self.check_target = check_target or (lambda target: target)
         self.fresh_inputs = fresh_inputs
         self.reference_timeout_s = reference_timeout_s
         self.reference_compile_timeout_s = reference_compile_timeout_s
-        self.pool = WorkerPool(self.limits, spares=spares)
-        self.chip = ChipHolder(self.pool, self.platform, reference_timeout_s)
+        self.pool = WorkerPool(self.limits, spares=spares, trusted_at_once=references_at_once)
+        # each task judged at once keeps its full-size inputs, to put back on the chip when its check comes
+        self.chip = ChipHolder(self.pool, self.platform, reference_timeout_s, keep=references_at_once + 1)
         self._references: dict[tuple, ReferenceData] = {}
         self._lock = threading.Lock()
 
@@ -197,6 +198,14 @@ class Evaluator:
         with self._lock:
             self._references[key] = data
         return data
+
+    def release(self, task: Task) -> None:
+        """Let go of ``task``'s references (their input sets, and on a host with the chip XLA's and the
+        high-precision reference's full-size outputs): a caller done with a task keeps memory for the next."""
+        with self._lock:
+            gone = [v for k, v in self._references.items() if k[0] == task.id]
+            self._references = {k: v for k, v in self._references.items() if k[0] != task.id}
+        self.chip.release([ref.chip.key for ref in gone if ref.chip is not None])
 
     def check_on_chip(self, task: Task, ref: ReferenceData, program: np.ndarray):
         """Run a checked candidate's full-size device program on the chip (``chip_host``): (what came back,
@@ -277,7 +286,8 @@ def evaluator_from_settings(settings, platform: Platform, check_target) -> Evalu
     ev = eval_settings(settings)
     limits = Limits(timeout_s=ev.timeout_s, memory_mb=ev.memory_mb, device=ev.device, platform=platform.spec)
     return Evaluator(limits, check_target=check_target, fresh_inputs=max(ev.fresh_inputs, 0), spares=max(ev.spares, 0),
-                     reference_timeout_s=ev.reference_timeout_s, reference_compile_timeout_s=ev.reference_compile_timeout_s)
+                     reference_timeout_s=ev.reference_timeout_s, reference_compile_timeout_s=ev.reference_compile_timeout_s,
+                     references_at_once=max(ev.references_at_once, 1))
 
 
 def _failed_at_check_size(ev: Evaluation) -> bool:

@@ -128,13 +128,13 @@ class Platform:
         """Whether a trace line of ``timing_plane`` holds this chip's work (every line of a device plane)."""
         return True
 
-    def time_on_device(self, fn, input_sets, *, trace_root) -> tuple[dict[str, Any], list]:
+    def time_on_device(self, fn, input_sets, *, trace_root, stage=None) -> tuple[dict[str, Any], list]:
         """Median device time of ``fn`` from one profiler trace of calls alternating between ``input_sets``, and
         the outputs of the calls kept for checking (hosts with the chip only; ``timing.py``)."""
         from .timing import time_on_device
 
         return time_on_device(fn, input_sets, trace_root=trace_root, plane_prefix=self.timing_plane,
-                              line_filter=self.timing_lines)
+                              line_filter=self.timing_lines, stage=stage)
 
     # --- the parent's speed model ---------------------------------------------------------
 

@@ -51,7 +51,8 @@ def _nbytes(out: Any) -> int:
 
 
 def time_on_device(fn, input_sets: list[list[Any]], *, trace_root: Path, plane_prefix: str = "/device:",
-                   line_filter=None, warmup: int | None = None, runs: int | None = None) -> tuple[dict[str, Any], list]:
+                   line_filter=None, warmup: int | None = None, runs: int | None = None,
+                   stage=None) -> tuple[dict[str, Any], list]:
     """Median device seconds of the timed calls, the top ops and wait share over them, the wall-clock median
     beside it, the trace's bytes; and the outputs of the timed calls kept for checking, as (set index, outputs)."""
     jitted = jax.jit(fn)
@@ -66,7 +67,9 @@ def time_on_device(fn, input_sets: list[list[Any]], *, trace_root: Path, plane_p
     kept, wall = [], []
     trace_root.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="trace-", dir=trace_root))
+    stage = stage or (lambda name: None)
     try:
+        stage("timing: the traced calls")
         with jax.profiler.trace(str(folder)):
             for i in range(runs):
                 which = i % len(input_sets)
@@ -76,6 +79,7 @@ def time_on_device(fn, input_sets: list[list[Any]], *, trace_root: Path, plane_p
                 wall.append(time.perf_counter() - start)
                 if i in chosen:
                     kept.append((which, out))
+        stage("timing: reading the trace")
         files = xplane.find_xplane_files(folder)
         if len(files) != 1:
             raise xplane.TraceError(f"the profiler wrote {len(files)} trace files for one measurement")

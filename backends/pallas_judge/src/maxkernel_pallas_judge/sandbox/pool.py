@@ -38,6 +38,7 @@ process group. stdout/stderr go to a log file, read back truncated.
 from __future__ import annotations
 
 import atexit
+import logging
 import sys
 import threading
 from typing import Any
@@ -50,6 +51,17 @@ from .records import JobOutcome, Limits  # noqa: F401  (re-exported: the judge i
 
 
 _warned = threading.Event()
+#: one INFO line per job (its kind, wall time and how it ended): where an evaluation's time goes
+log = logging.getLogger("maxkernel_pallas_judge.jobs")
+
+
+def _logged(job: dict[str, Any], outcome: JobOutcome) -> JobOutcome:
+    task = job.get("task")
+    name = task.get("module", "") if isinstance(task, dict) else ""
+    marks = [*outcome.stages, ("end", outcome.wall_s)]
+    split = ", ".join(f"{stage} {end - at:.1f}" for (stage, at), (_, end) in zip(marks, marks[1:], strict=False))
+    log.info("%s %.1f s %s %s [%s]", job.get("kind", "?"), outcome.wall_s, outcome.status, name, split)
+    return outcome
 
 
 def warn_once_without_bwrap() -> None:
@@ -63,17 +75,18 @@ def warn_once_without_bwrap() -> None:
 class WorkerPool:
     """Hands out pre-warmed workers: a fresh one per untrusted job, a kept one for trusted jobs."""
 
-    def __init__(self, limits: Limits | None = None, spares: int = 1) -> None:
+    def __init__(self, limits: Limits | None = None, spares: int = 1, trusted_at_once: int = 1) -> None:
         self.limits = limits or Limits()
         #: whether this host's chip judges and times programs (then one device worker holds it)
         self.on_device = uses_device(self.limits)
         self.spares_wanted = spares
         self._spares: list[Worker] = []
         self._checkers: list[Worker] = []  # idle kept checkers
-        self._trusted: Worker | None = None
+        self._trusted: list[Worker] = []
         self._device: Worker | None = None
         self._lock = threading.Lock()
-        self._trusted_lock = threading.Lock()
+        #: trusted jobs at once: each may use half the host's memory, so one unless the host has room
+        self._trusted_slots = threading.BoundedSemaphore(max(trusted_at_once, 1))
         self._device_lock = threading.Lock()  # one job at a time on the chip
         self._closed = False
         warn_once_without_bwrap()
@@ -99,7 +112,7 @@ class WorkerPool:
             job = {**job, "scratch": str(worker.scratch)}
             outcome = worker.run(job, list(arrays), timeout or self.limits.timeout_s)
             outcome.sandbox = worker.sandbox
-            return outcome
+            return _logged(job, outcome)
         finally:
             worker.close()
             self.warm_up()  # replace it only now: a spare warming during a job slows the job
@@ -123,7 +136,7 @@ class WorkerPool:
                 self._checkers.append(worker)
         if not keep:
             worker.close()
-        return outcome
+        return _logged(job, outcome)
 
     def run_device(self, job: dict[str, Any], arrays: list[np.ndarray] = (), timeout: float | None = None) -> JobOutcome:
         """Run a job on the chip in the one device worker, kept across jobs; jobs wait for it in turn.
@@ -147,7 +160,7 @@ class WorkerPool:
                 with self._lock:
                     worker.close()
                     self._device = None
-            return outcome
+            return _logged(job, outcome)
 
     def run_trusted(self, job: dict[str, Any], arrays: list[np.ndarray] = (), timeout: float | None = None) -> JobOutcome:
         """Run task-owned code (the reference) in a worker of its own, closed after the job.
@@ -156,21 +169,23 @@ class WorkerPool:
         a start-up per task and keeps every task's compile apart: a libtpu compile of one reference cannot
         leave state (or memory toward the address-space limit) behind for the next, and a compile thread
         still running past its time limit dies with its process."""
-        with self._trusted_lock:  # one trusted job at a time
+        with self._trusted_slots:
             with self._lock:
                 # Never a spare: spares must stay free of any task code for the candidates.
-                self._trusted = worker = Worker(self.limits, sandboxed=False)
+                worker = Worker(self.limits, sandboxed=False)
+                self._trusted.append(worker)
             try:
-                return worker.run({**job, "scratch": str(worker.scratch)}, list(arrays), timeout or self.limits.timeout_s)
+                outcome = worker.run({**job, "scratch": str(worker.scratch)}, list(arrays), timeout or self.limits.timeout_s)
+                return _logged(job, outcome)
             finally:
                 with self._lock:
                     worker.close()
-                    self._trusted = None
+                    self._trusted.remove(worker)
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            workers = self._spares + self._checkers + [w for w in (self._trusted, self._device) if w]
-            self._spares, self._checkers, self._trusted, self._device = [], [], None, None
+            workers = self._spares + self._checkers + self._trusted + ([self._device] if self._device else [])
+            self._spares, self._checkers, self._trusted, self._device = [], [], [], None
         for worker in workers:
             worker.close()

@@ -39,11 +39,11 @@ def send(stream: BinaryIO, header: dict[str, Any], arrays: list[np.ndarray] = ()
     arrays = [a if a.flags.c_contiguous else a.copy(order="C") for a in arrays]
     header = {**header, "arrays": [{"dtype": a.dtype.name, "shape": list(a.shape)} for a in arrays]}
     blob = json.dumps(header, default=str).encode()
-    parts = [struct.pack("<I", len(blob)), blob]
-    for a in arrays:
-        raw = a.tobytes()
-        parts += [struct.pack("<Q", len(raw)), raw]
-    stream.write(b"".join(parts))
+    stream.write(struct.pack("<I", len(blob)) + blob)
+    for a in arrays:  # the array's own memory, not a copy: outputs of a full-size program run to gigabytes
+        stream.write(struct.pack("<Q", a.nbytes))
+        if a.nbytes:
+            stream.write(memoryview(a.reshape(-1).view(np.uint8)))
     stream.flush()
 
 
@@ -83,5 +83,17 @@ def recv(stream: BinaryIO, max_bytes: int = MAX_MESSAGE) -> tuple[dict[str, Any]
         dtype, shape = _dtype(str(spec["dtype"])), tuple(int(d) for d in spec["shape"])
         if length != dtype.itemsize * int(np.prod(shape, dtype=np.int64)):
             raise ProtocolError(f"array of {length} bytes does not match {spec}")
-        arrays.append(np.frombuffer(_read_exact(stream, length), dtype=dtype).reshape(shape))
+        arrays.append(_read_array(stream, length).view(dtype).reshape(shape))
     return header, arrays
+
+
+def _read_array(stream: BinaryIO, n: int) -> np.ndarray:
+    """``n`` bytes read straight into a new array (no chunks joined: a full-size output is gigabytes)."""
+    buf = np.empty(n, dtype=np.uint8)
+    view, done = memoryview(buf), 0
+    while done < n:
+        got = stream.readinto(view[done:])
+        if not got:
+            raise EOFError
+        done += got
+    return buf

@@ -32,6 +32,8 @@ class JobOutcome:
     wall_s: float = 0.0
     stage: str = ""
     sandbox: str = ""
+    #: (stage, seconds into the job when the worker began it): where a job's time went
+    stages: list[tuple[str, float]] = field(factory=list)
 
     def last(self, kind: str) -> tuple[dict[str, Any], list[np.ndarray]] | None:
         for header, arrays in reversed(self.messages):
