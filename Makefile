@@ -54,7 +54,7 @@ $(RUN_STAMP): $(PYPROJECTS) | sandbox
 
 $(TEST_STAMP): $(RUN_STAMP) | browser
 	$(BIN)/python -m pip install --quiet "$(TORCH_CPU)" --extra-index-url $(TORCH_INDEX)
-	$(BIN)/python -m pip install --quiet -e ".[test,ray,torch,ui]" $(foreach d,$(TEST_DISTS),-e $(dir $(d)))
+	$(BIN)/python -m pip install --quiet -e ".[test,bench,ray,torch,ui]" $(foreach d,$(TEST_DISTS),-e $(dir $(d)))
 	touch $(TEST_STAMP)
 
 run: $(RUN_STAMP)

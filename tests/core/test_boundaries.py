@@ -141,3 +141,18 @@ def test_the_core_names_no_plugin():
             if re.search(r"==\s*['\"](%s)['\"]" % "|".join(names), code):
                 offenders.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_the_core_needs_neither_matplotlib_nor_pyyaml():
+    """The core installs without what only the bench's figures (matplotlib, the ``bench`` extra) and the task
+    formats (pyyaml, the judge's and JaxBench's own dependency) use, and importing it and its CLI loads neither."""
+    import tomllib
+
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    names = [re.split(r"[<>=\[ ;]", dep)[0].lower() for dep in declared["dependencies"]]
+    assert "matplotlib" not in names and "pyyaml" not in names, names
+    assert any(dep.startswith("matplotlib") for dep in declared["optional-dependencies"]["bench"])
+    code = ("import sys, maxkernel_core, maxkernel_core.cli, maxkernel_core.bench; "
+            "print([m for m in ('matplotlib', 'yaml') if m in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
