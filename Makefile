@@ -58,7 +58,7 @@ $(TEST_STAMP): $(RUN_STAMP) | browser
 	touch $(TEST_STAMP)
 
 run: $(RUN_STAMP)
-	$(BIN)/maxkernel run --task $(TASK) --strategy auto --provider offline --out maxkernel-out
+	$(BIN)/maxkernel run --task $(TASK) --strategy auto --provider synthesizer --out maxkernel-out
 
 # The web UI over this machine's run store (docs/ui.md): installs the ui extra, serves 127.0.0.1:8765.
 ui: $(RUN_STAMP)

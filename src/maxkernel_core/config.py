@@ -3,7 +3,7 @@
 The file is ``maxkernel.toml`` in the working directory, or else the
 ``[tool.maxkernel]`` table of ``pyproject.toml`` there (or the file given with
 ``--config``). Environment variables are ``MAXKERNEL_<SECTION>_<KEY>``, for
-example ``MAXKERNEL_RUN_PROVIDER=offline``; a few have short names
+example ``MAXKERNEL_RUN_PROVIDER=synthesizer``; a few have short names
 (:data:`ENV_ALIASES`). Every resolved value remembers where it came from, which
 ``maxkernel config show`` prints.
 

@@ -259,6 +259,8 @@ class LLMProvider(abc.ABC):
     """A source of model completions (a vendor SDK, a local server, a replay, a synthesizer)."""
 
     name: ClassVar[str]
+    #: Other names that select it (an old name kept working after a rename); listed under ``name``.
+    aliases: ClassVar[tuple[str, ...]] = ()
     #: Environment variables any one of which makes the provider ready (empty: none needed).
     key_env_vars: ClassVar[tuple[str, ...]] = ()
 

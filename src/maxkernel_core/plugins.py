@@ -74,14 +74,16 @@ class Registries:
 
     def __init__(self, pm: MaxKernelPluginManager) -> None:
         self._by_kind: dict[str, dict[str, Registration]] = {}
+        self._aliases: dict[str, dict[str, str]] = {}  # kind -> alias -> name
         for hook_name, (kind, base) in DISCOVERY_HOOKS.items():
             found: dict[str, Registration] = {}
+            aliases: dict[str, str] = {}
             impls = getattr(pm.hook, hook_name).get_hookimpls()
             for impl in impls:
                 plugin = impl.plugin_name
 
                 def register(cls: type, _plugin: str = plugin, _kind: str = kind, _base: type = base,
-                             found: dict[str, Registration] = found) -> None:
+                             found: dict[str, Registration] = found, aliases: dict[str, str] = aliases) -> None:
                     name = getattr(cls, "name", None)
                     if not (isinstance(cls, type) and issubclass(cls, _base)) or not isinstance(name, str):
                         raise PluginError(
@@ -94,18 +96,30 @@ class Registries:
                             f"and plugin {_plugin!r}: uninstall or --disable-plugin one of them"
                         )
                     found[name] = Registration(_kind, name, cls, _plugin)
+                    for alias in getattr(cls, "aliases", ()):
+                        if alias in aliases:
+                            raise PluginError(f"{_kind} alias {alias!r} is claimed by both {aliases[alias]!r} and "
+                                              f"{name!r}: uninstall or --disable-plugin one of them")
+                        aliases[alias] = name
 
                 # Call one plugin at a time (so `register` knows who calls it), still through
                 # pluggy so that tracing and call monitoring see it.
                 others = [i.plugin for i in impls if i is not impl]
                 pm.subset_hook_caller(hook_name, remove_plugins=others)(register=register)
             self._by_kind[kind] = dict(sorted(found.items()))
+            clashes = sorted(set(aliases) & set(found))
+            if clashes:
+                raise PluginError(f"{kind} name {clashes[0]!r} is both registered and another's alias "
+                                  f"(of {aliases[clashes[0]]!r}): uninstall or --disable-plugin one of them")
+            self._aliases[kind] = aliases
 
     def all(self, kind: str) -> dict[str, Registration]:
         return self._by_kind[kind]
 
     def get(self, kind: str, name: str) -> Registration:
+        """The registration ``name`` (or one of its aliases) selects."""
         found = self._by_kind[kind]
+        name = self._aliases.get(kind, {}).get(name, name)
         if name not in found:
             known = ", ".join(found) or "none"
             listed = plugin_directory().get(kind, {}).get(name)

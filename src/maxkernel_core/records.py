@@ -404,7 +404,7 @@ class RunConfig:
 
     task: str
     strategy: str = "auto"
-    provider: str = "offline"
+    provider: str = "synthesizer"
     model: str | None = None
     backend: str = "tpu_pallas"
     target: str = "v5e"

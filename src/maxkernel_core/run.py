@@ -61,7 +61,7 @@ def optimize(task: str | Path, *, settings: Settings | None = None, pm=None, res
     :param settings: the settings to run with (a copy is used: yours are never changed); default: read
         as the CLI reads them, ``maxkernel.toml`` (or ``[tool.maxkernel]`` in ``pyproject.toml``) in the
         working directory, then ``MAXKERNEL_*`` variables.
-    :param run_overrides: any ``[run]`` setting, e.g. ``strategy="auto", provider="offline"``.
+    :param run_overrides: any ``[run]`` setting, e.g. ``strategy="auto", provider="synthesizer"``.
     :param resume: a run id to continue; its stored config wins over the settings.
     :param on_start: called with the run id once the run is in the store, before any work
         (``maxkernel bench`` records it so that a killed bench resumes this run).

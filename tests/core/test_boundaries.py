@@ -133,7 +133,7 @@ def test_the_side_channel_check_would_catch_a_read(tmp_path):
 def test_the_core_names_no_plugin():
     """The core's code never special-cases a plugin by name (what is known of them is data: plugin_directory.toml)."""
     core = REPO / "src" / "maxkernel_core"
-    names = ("offline", "ray", "tpu_pallas", "gemini", "litellm")
+    names = ("synthesizer", "offline", "ray", "tpu_pallas", "gemini", "litellm")
     offenders = []
     for path in python_files(core):
         for number, line in enumerate(path.read_text().splitlines(), 1):

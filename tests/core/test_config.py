@@ -11,7 +11,7 @@ from ..helpers import run_cli
 def test_defaults_without_any_file(tmp_path):
     resolved = load_settings(tmp_path, env={})
     assert resolved.file is None
-    assert resolved.settings.run.provider == "offline"
+    assert resolved.settings.run.provider == "synthesizer"
     assert all(source == "default" for _, _, source in resolved.items())
 
 

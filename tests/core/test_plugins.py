@@ -181,6 +181,49 @@ def test_llm_provider_registration_and_readiness(monkeypatch):
         pm.registries.get("llm_provider", "gpt")
 
 
+def _provider(name: str, aliases: tuple[str, ...] = ()):
+    from maxkernel_core import LLMProvider
+
+    class Named(LLMProvider):
+        def complete(self, request):
+            raise NotImplementedError
+
+    Named.name, Named.aliases = name, aliases
+    return Named
+
+
+def test_a_provider_is_found_by_its_alias_and_listed_by_its_name():
+    renamed = _provider("synth", aliases=("old",))
+
+    class Plugin:
+        @hookimpl
+        def register_llm_providers(self, register):
+            register(renamed)
+
+    pm = get_plugin_manager(load_entrypoints=False)
+    pm.register(Plugin(), name="renamed-plugin")
+    assert pm.registries.get("llm_provider", "old").cls is renamed
+    assert pm.registries.get("llm_provider", "synth").name == "synth"
+    assert list(pm.registries.all("llm_provider")) == ["synth"]
+
+
+@pytest.mark.parametrize("other", [("old", ()), ("other", ("old",))])
+def test_an_alias_claimed_twice_names_both(other):
+    first, second = _provider("synth", aliases=("old",)), _provider(*other)
+
+    class Plugin:
+        @hookimpl
+        def register_llm_providers(self, register):
+            register(first)
+            register(second)
+
+    pm = get_plugin_manager(load_entrypoints=False)
+    pm.register(Plugin(), name="clash")
+    with pytest.raises(PluginError, match=r"'old' is (claimed by both 'synth' and 'other'|both registered and "
+                                          r"another's alias \(of 'synth'\))"):
+        pm.registries.get("llm_provider", "synth")
+
+
 def test_builtin_backend_can_be_disabled_or_left_out():
     listed = json.loads(run_cli("plugins", "--json").stdout)
     builtin = {row["name"]: row for row in listed}["tpu_pallas"]

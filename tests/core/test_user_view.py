@@ -156,7 +156,7 @@ def test_make_run_installs_only_what_the_main_job_needs():
     installs = [line for line in run_plan.splitlines() if "pip install" in line]
     assert installs and not any("ray" in line or "torch" in line or "[test" in line for line in installs)
     assert "maxkernel run --task" in run_plan
-    assert "executors/ray" in test_plan and ".[test,ray,torch,ui]" in test_plan and "ui/" in test_plan and "chromium" in test_plan
+    assert "executors/ray" in test_plan and ".[test,bench,ray,torch,ui]" in test_plan and "ui/" in test_plan and "chromium" in test_plan
     # the suite leaves out the full-size JaxBench compiles, and CI runs them after it
     assert '-m "not jaxbench_full"' in test_plan and "-m jaxbench_full" in planned("test-jaxbench")
     ci = (REPO / ".ci" / "run").read_text().split()

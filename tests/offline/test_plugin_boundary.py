@@ -61,11 +61,13 @@ def test_asking_for_it_when_it_is_absent_says_how_to_get_it(tmp_path):
     listed = run_cli("plugins", "--json", env=env, pythonpath=[tmp_path])
     assert listed.returncode == 0, listed.stderr
     assert "offline" not in [row["name"] for row in json.loads(listed.stdout)]
-    result = run_cli("run", "--task", str(TASKS / "rmsnorm"), "--provider", "offline", env=env, pythonpath=[tmp_path])
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert result.stderr.strip().splitlines()[-1] == (
-        "Error: llm provider 'offline' is not installed (installed: gemini, litellm, replay); it comes with "
-        "maxkernel-tpu-offline: pip install 'maxkernel[offline]' (in a checkout: pip install -e synthesizers/tpu_offline)")
+    for name in ("synthesizer", "offline"):  # its name, and its first name (an alias)
+        result = run_cli("run", "--task", str(TASKS / "rmsnorm"), "--provider", name, env=env, pythonpath=[tmp_path])
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        assert result.stderr.strip().splitlines()[-1] == (
+            f"Error: llm provider {name!r} is not installed (installed: gemini, litellm, replay); it comes with "
+            "maxkernel-tpu-offline: pip install 'maxkernel[offline]' (in a checkout: pip install -e "
+            "synthesizers/tpu_offline)")
 
 
 @pytest.mark.slow

@@ -25,7 +25,7 @@ from .output import console_for
               help="A registered suite (maxkernel plugins) or a folder of tasks (MaxKernel folders or JAXBench modules).")
 @click.option("--tasks", "pattern", default="*", show_default=True, help="Glob over task ids, e.g. '*p_*' or '1?k_*'.")
 @click.option("--strategy", help="Strategy for each task (default run.strategy).")
-@click.option("--provider", help="LLM provider (default run.provider; offline needs no key).")
+@click.option("--provider", help="LLM provider (default run.provider; synthesizer needs no key).")
 @click.option("--model", help="Model name for the provider.")
 @click.option("--backend", help="The kernel backend for every task (default run.backend; see maxkernel plugins).")
 @click.option("--target", help="The chip to judge for: the backend's targets (TPU v4, v5e, v5p, v6e, 7x; GPU h100, h200).")

@@ -122,7 +122,7 @@ def logs_cmd(run_id, count, role, model, status, call_id, full, usage, as_json) 
         _echo_json(calls)
     elif not calls:
         where = f" for run {run_id}" if run_id else ""
-        click.echo(f"No LLM calls logged{where} (the offline provider makes none; a model provider's calls, "
+        click.echo(f"No LLM calls logged{where} (the offline synthesizer makes none; a model provider's calls, "
                    "failed ones too, appear here).")
     elif full or call_id is not None:
         for c in reversed(calls):  # oldest first, as a conversation reads

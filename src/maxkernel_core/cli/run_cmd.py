@@ -21,7 +21,7 @@ from .run_result import report_result, result_json
 @cli.command("run")
 @click.option("--task", "task_ref", required=True, help="Task id (searched in tasks.paths) or path.")
 @click.option("--strategy", help="auto, or any installed strategy (maxkernel plugins).")
-@click.option("--provider", help="offline (no key), gemini, litellm, replay, ...")
+@click.option("--provider", help="synthesizer (the offline synthesizer: no model, no key; alias offline), gemini, litellm, replay, ...")
 @click.option("--model", help="Model name for the provider.")
 @click.option("--backend", help="The kernel backend (run.backend): any installed backend (maxkernel plugins).")
 @click.option("--target", help="The chip to judge for: the backend's targets (TPU v4, v5e, v5p, v6e, 7x; GPU h100, h200).")

@@ -1,7 +1,7 @@
 """The offline roles on the GPU backend: the offline synthesizer's planner, implementer, neighbours and
 debugger (``maxkernel_tpu_offline.plugin``), driven by the GPU templates' synthesis.
 
-Selected as the TPU templates are (``--provider offline``); they answer when the run's backend writes GPU
+Selected as the TPU templates are (``--provider synthesizer``); they answer when the run's backend writes GPU
 kernels (``kernel_platform == "gpu"``), where the TPU templates stand aside.
 """
 

@@ -23,13 +23,14 @@ from maxkernel_core.errors import PluginError
 from maxkernel_core.llm import LLMError
 
 from .feedback import follow
-from .synthesis import NAME, Synthesis, synthesis
+from .synthesis import ALIASES, NAME, Synthesis, synthesis
 
 
 class OfflineProvider(LLMProvider):
     """The handle that selects the synthesizer for a role; it takes no prompts."""
 
     name = NAME
+    aliases = ALIASES
 
     def readiness(self) -> Readiness:
         try:

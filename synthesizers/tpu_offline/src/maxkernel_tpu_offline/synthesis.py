@@ -17,7 +17,9 @@ from .space import neighbours, rank, shrink_largest, space
 from .staged import module_source as staged_module
 from .templates import HEADER, batch_module, matmul_module, rowwise_module
 
-NAME = "offline"
+#: what selects it: ``--provider synthesizer`` (``offline``, its first name, still does)
+NAME = "synthesizer"
+ALIASES = ("offline",)
 _lock = threading.Lock()
 
 
