@@ -29,7 +29,6 @@ from .interfaces import (
     LLMResponse,
     Readiness,
     SettingsSection,
-    Strategy,
     TaskRef,
     TaskSuite,
 )
@@ -58,6 +57,7 @@ from .records import (
     TestReport,
 )
 from .run import optimize
+from .strategy import Strategy
 from .serialize import from_json, to_json
 
 __version__ = "0.1.0"

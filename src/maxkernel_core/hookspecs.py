@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-import pluggy
 
 if TYPE_CHECKING:
     import click
@@ -34,10 +33,7 @@ if TYPE_CHECKING:
     from .records import Attempt, Candidate, Decline, Evaluation, Move, Plan, Profile, Task
     from .session import AgentContext
 
-PROJECT_NAME = "maxkernel"
-
-hookspec = pluggy.HookspecMarker(PROJECT_NAME)
-hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+from .markers import PROJECT_NAME, hookimpl, hookspec  # noqa: F401  (plugins import them from here)
 
 
 # --- discovery -------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""What a backend, an executor, a strategy and an LLM provider must offer.
+"""What a backend, an executor and an LLM provider must offer (a strategy: ``strategy.py``).
 
 Plugins register classes that subclass these through the ``register_*`` hooks in
 :mod:`maxkernel_core.hookspecs`. The core only ever talks to plugins through
@@ -18,7 +18,6 @@ from .records import Candidate, Evaluation, Fit, Task, record
 
 if TYPE_CHECKING:
     from .config import Settings
-    from .session import RunResult, RunSession
 
 
 @frozen
@@ -183,24 +182,6 @@ class SettingsSection:
 
     #: The section's name: ``[NAME]`` in config.
     name: ClassVar[str]
-
-
-class Strategy(abc.ABC):
-    """Decides which roles to call in which order to find the best kernel."""
-
-    name: ClassVar[str]
-    #: One line for ``maxkernel plugins`` and ``--help``.
-    description: ClassVar[str] = ""
-    #: True for a strategy that talks to a person at the terminal (no live progress display over it).
-    interactive: ClassVar[bool] = False
-
-    def __init__(self, options: dict[str, Any] | None = None) -> None:
-        #: this strategy's ``[strategy.NAME]`` table from config
-        self.options = dict(options or {})
-
-    @abc.abstractmethod
-    def run(self, session: RunSession) -> RunResult:
-        """Drive one run through ``session`` and return its result."""
 
 
 @record

@@ -28,7 +28,8 @@ from attrs import frozen
 
 from . import hookspecs
 from .errors import PluginError, UnknownPluginError
-from .interfaces import Backend, Executor, LLMProvider, SettingsSection, Strategy, TaskSuite
+from .interfaces import Backend, Executor, LLMProvider, SettingsSection, TaskSuite
+from .strategy import Strategy
 
 ENTRY_POINT_GROUP = "maxkernel"
 

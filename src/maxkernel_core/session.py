@@ -20,7 +20,7 @@ from attrs import define, field, frozen
 
 from .activity import Activity
 from .errors import BudgetSpent, PluginError
-from .hookspecs import hookimpl
+from .markers import hookimpl
 from .interfaces import Backend, Executor, LLMRequest, LLMResponse
 from .llm import Budget, RetryPolicy, complete
 from .llm_roles import RoleLLM, TranscriptRecorder

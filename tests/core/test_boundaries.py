@@ -25,14 +25,15 @@ def module_name(package: Path, path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def runtime_imports(package: Path, path: Path, modules: set[str]) -> set[str]:
-    """Modules this file imports when it runs (the top level and function bodies, not ``if TYPE_CHECKING``):
-    ``from pkg import mod`` depends on ``pkg.mod`` when that is a module, else on ``pkg``."""
+def runtime_imports(package: Path, path: Path, modules: set[str], typing_too: bool = False) -> set[str]:
+    """Modules this file imports when it runs (the top level and function bodies, not ``if TYPE_CHECKING``
+    unless ``typing_too``): ``from pkg import mod`` depends on ``pkg.mod`` when that is a module, else on ``pkg``."""
     name = module_name(package, path)
     is_package = path.name == "__init__.py"
     tree = ast.parse(path.read_text())
-    skipped = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-               for n in ast.walk(node)}
+    skipped = set() if typing_too else {
+        id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for n in ast.walk(node)}
     found = set()
     for node in ast.walk(tree):
         if id(node) in skipped:
@@ -52,10 +53,10 @@ def runtime_imports(package: Path, path: Path, modules: set[str]) -> set[str]:
     return found & modules
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(typing_too: bool = False) -> dict[str, set[str]]:
     modules = {module_name(pkg, path): (pkg, path) for pkg in PACKAGES for path in python_files(pkg)}
     names = set(modules)
-    return {name: runtime_imports(*where, names) - {name} for name, where in modules.items()}
+    return {name: runtime_imports(*where, names, typing_too) - {name} for name, where in modules.items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -102,6 +103,14 @@ def test_no_runtime_import_cycle():
     assert sum(len(v) for v in graph.values()) > 100  # the walk resolves real edges
     found = cycles(graph)
     assert not found, "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+def test_no_import_cycle_even_for_type_names():
+    """Imports under ``if TYPE_CHECKING`` count too: a module that names another's type depends on it."""
+    graph = import_graph(typing_too=True)
+    assert sum(len(v) for v in graph.values()) > sum(len(v) for v in import_graph().values())
+    found = cycles(graph)
+    assert not found, "import cycles (type-only imports counted): " + "; ".join(" <-> ".join(c) for c in found)
 
 
 def test_the_cycle_finder_finds_a_cycle():
