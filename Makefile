@@ -21,8 +21,8 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 # machine. Override with PYTEST_ARGS= to run in one.
 PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder
 # The suite leaves out the checks of every JaxBench task's published data: its reference compiled at
-# full size for v6e (43 XLA compiles) and its tolerances (50 tasks, three variants each), 15 minutes of
-# CPU. CI runs them after the suite (`make test-jaxbench`), one test per free worker (--dist load: the
+# full size for v6e (43 XLA compiles), its tolerances (50 tasks, three variants each), and the expert
+# kernels past one of each kind (tests/tpu_pallas/test_experts.py), about 20 minutes of CPU. CI runs them after the suite (`make test-jaxbench`), one test per free worker (--dist load: the
 # tasks are independent). A -m in PYTEST_ARGS replaces this selection.
 SUITE_MARKS ?= not jaxbench_full
 PYPROJECTS := $(shell find . -name pyproject.toml -not -path './$(VENV)/*' -not -path './docs/*')

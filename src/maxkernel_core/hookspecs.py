@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from .config import Settings
     from .records import Attempt, Candidate, Decline, Evaluation, Move, Plan, Profile, Task
-    from .session import AgentContext
+    from .agent_context import AgentContext
 
 from .markers import PROJECT_NAME, hookimpl, hookspec  # noqa: F401  (plugins import them from here)
 
@@ -201,26 +201,34 @@ def agent_debug(
 
 @hookspec(firstresult=True)
 def agent_test(task: Task, candidate: Candidate, ctx: AgentContext) -> Evaluation | None:
-    """Tester: judge a candidate, from outside its process.
+    """Tester, for a plugin that replaces the core's: judge a candidate, from outside its process.
+
+    Without one the core judges it the one way: the selected backend's judge on the run's executor
+    (``ctx.judge``). Implement this only to put something else in front of it (an LLM that writes tests, a
+    remote judging service), and end in ``ctx.judge`` where the verdict must still be the backend's.
 
     :param task: the task the candidate claims to solve.
     :param candidate: the candidate to judge.
     :param ctx: the run's context (``ctx.backend`` is the selected backend).
     :returns: an :class:`~maxkernel_core.records.Evaluation` (its ``test`` field holds
         the correctness :class:`~maxkernel_core.records.TestReport`), or ``None``
-        when this implementation does not judge for ``ctx.backend``. First
-        non-``None`` result wins.
+        to leave it to the core. First non-``None`` result wins.
     """
 
 
 @hookspec(firstresult=True)
 def agent_profile(task: Task, candidate: Candidate, ctx: AgentContext) -> Profile | None:
-    """Profiler: estimate or measure a candidate's speed and say what bounds it.
+    """Profiler, for a plugin that replaces the core's: estimate or measure a candidate's speed and say what
+    bounds it.
+
+    Without one the core reads the speed off the candidate's verdict (``Evaluation.profile``, measured on the
+    chip, else ``Evaluation.estimate``): the judge traced and timed the kernel already. Implement this for a
+    profiler of another kind (a remote device farm, a simulator).
 
     :param task: the task.
     :param candidate: a candidate that passed the tester.
     :param ctx: the run's context.
     :returns: a :class:`~maxkernel_core.records.Profile` (``estimated`` says whether
-        its figures are a model's or measured), or ``None`` to pass. First
+        its figures are a model's or measured), or ``None`` to leave it to the core. First
         non-``None`` result wins.
     """

@@ -12,18 +12,17 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
-from attrs import define, field, frozen
+from attrs import frozen
 
-from .activity import Activity
+from .agent_context import AgentContext
 from .errors import BudgetSpent, PluginError
 from .markers import hookimpl
-from .interfaces import Backend, Executor, LLMRequest, LLMResponse
-from .llm import Budget, RetryPolicy, complete
-from .llm_roles import RoleLLM, TranscriptRecorder
+from .interfaces import Backend
+from .llm_roles import RoleLLM
 from .records import (
     Attempt,
     Candidate,
@@ -59,84 +58,6 @@ def counted(attempt: Attempt) -> bool:
     return not is_recheck(attempt.candidate) and not attempt.evaluation.reused_from
 
 
-@define
-class AgentContext:
-    """What a role implementation may use besides its records."""
-
-    run_id: str
-    config: RunConfig
-    backend: Backend
-    store: RunStore
-    #: role ("plan", "implement", "debug") -> the model that answers it
-    llms: dict[str, RoleLLM] = field(factory=dict)
-    budget: Budget = field(factory=Budget)
-    policy: RetryPolicy = field(factory=RetryPolicy)
-    #: the latest profile of the best candidate, for the planner
-    profile: Profile | None = None
-    #: a person's instructions for the planner (human-in-the-loop), newest last
-    feedback: list[str] = field(factory=list)
-    #: plans a person rejected (human-in-the-loop): a planner should not propose them again
-    rejected: list[Plan] = field(factory=list)
-    recorder: TranscriptRecorder | None = None
-    #: where evaluations run (``--executor``); None: the backend's own worker pool in this process
-    executor: Executor | None = None
-    #: what the run waits on now (model calls, verdicts), for the live line
-    activity: Activity = field(factory=Activity)
-    #: times a role may be asked again after a reply without usable code (``llm.reply_retries``)
-    reply_retries: int = 2
-    #: replies a role could not use (no code block, a module that does not parse), each asked again; roles
-    #: run concurrently, so count with :meth:`note_unusable_reply`
-    unusable_replies: int = 0
-    _gate: threading.Semaphore = field(factory=lambda: threading.Semaphore(4))
-    _caches: dict[str, dict[str, Any]] = field(factory=dict)
-    _caches_lock: threading.Lock = field(factory=threading.Lock)
-
-    def cache(self, owner: str) -> dict[str, Any]:
-        """A dict that lives as long as the run, private to ``owner`` (a plugin's name): where a plugin
-        keeps what it computed once per run. No plugin reads another's."""
-        with self._caches_lock:
-            return self._caches.setdefault(owner, {})
-
-    def note_unusable_reply(self) -> None:
-        """Count one model reply a role could not use (thread-safe: a graph search runs roles at once)."""
-        with self._caches_lock:
-            self.unusable_replies += 1
-
-    def judge(self, task: Task, candidate: Candidate) -> Evaluation:
-        """The backend's verdict on ``candidate``, run where the run's executor puts it (tester roles call this)."""
-        if self.executor is None:
-            return self.backend.evaluate(task, candidate, target=self.config.target)
-        return self.executor.evaluate(self.backend, task, candidate, target=self.config.target)
-
-    def llm_for(self, role: str) -> RoleLLM:
-        llm = self.llms.get(role) or self.llms.get("default")
-        if llm is None:
-            raise PluginError(f"no LLM provider is configured for role {role!r}: set run.provider")
-        return llm
-
-    def complete(self, request: LLMRequest) -> LLMResponse:
-        """Ask the role's model: retried, budgeted, and logged to the run store (failed attempts too)."""
-        llm = self.llm_for(request.role or "default")
-        request = llm.prepare(request)
-        name = llm.provider.name
-
-        def log(req: LLMRequest, resp: LLMResponse | None, error: str | None, latency: float) -> None:
-            self.store.add_llm_call(self.run_id, provider=name, request=req, response=resp, error=error,
-                                    latency_s=latency)
-
-        what = f"waiting for {name}:{request.model or 'default model'} ({request.role or 'default'} role)"
-        with self._gate:
-            token = self.activity.begin(what, self.policy.max_retries)
-            try:
-                response = complete(llm.provider, request, policy=self.policy, budget=self.budget, log=log,
-                                    on_retry=lambda n, err: self.activity.retrying(token, n, err))
-            finally:
-                self.activity.end(token)
-        if self.recorder is not None:
-            self.recorder(request, response, name)
-        return response
-
-
 @record
 @frozen
 class RunResult:
@@ -154,20 +75,30 @@ class RunResult:
 
 
 class RoleLog:
-    """Wraps every role hook call to time it; the session reports the totals."""
+    """Times every role: the hook calls of the authors (wrapped), the tester and profiler where the session
+    answers them (``timed``); the session reports the totals."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, float, bool]] = []
 
     def _timed(self, role: str):
-        start = time.monotonic()
+        start, answered = time.monotonic(), False
         try:
             result = yield
-        except BaseException:
-            self.calls.append((role, time.monotonic() - start, False))
-            raise
-        self.calls.append((role, time.monotonic() - start, result is not None))
-        return result
+            answered = result is not None
+            return result
+        finally:
+            self.calls.append((role, time.monotonic() - start, answered))
+
+    def timed(self, role: str, answer: Callable[[], Any]) -> Any:
+        """``answer()``, timed as ``role`` (a plugin's hook inside it, or the core's own answer)."""
+        start, answered = time.monotonic(), False
+        try:
+            result = answer()
+            answered = result is not None
+            return result
+        finally:
+            self.calls.append((role, time.monotonic() - start, answered))
 
     @hookimpl(wrapper=True)
     def agent_plan(self):
@@ -181,13 +112,6 @@ class RoleLog:
     def agent_debug(self):
         return (yield from self._timed("debug"))
 
-    @hookimpl(wrapper=True)
-    def agent_test(self):
-        return (yield from self._timed("test"))
-
-    @hookimpl(wrapper=True)
-    def agent_profile(self):
-        return (yield from self._timed("profile"))
 
 
 class RunSession:
@@ -302,7 +226,7 @@ class RunSession:
             self.store.add_candidate(self.run_id, candidate)
             token = self.ctx.activity.begin(f"judging {candidate.id}")
             try:
-                evaluation = self._call("agent_test", candidate=candidate)
+                evaluation = self.role_log.timed("test", lambda: self._judge(candidate))
             finally:
                 self.ctx.activity.end(token)
             self.store.add_evaluation(self.run_id, evaluation)
@@ -351,10 +275,39 @@ class RunSession:
         if limit and len(self.store.evaluations(self.run_id)) >= int(limit):
             os.kill(os.getpid(), signal.SIGKILL)
 
+    def _judge(self, candidate: Candidate) -> Evaluation:
+        """The tester role: a plugin that replaces it (``agent_test``), else the backend's judge on the run's
+        executor, the one way to a verdict."""
+        evaluation = self.pm.hook.agent_test(ctx=self.ctx, task=self.task, candidate=candidate)
+        if isinstance(evaluation, Decline):
+            raise PluginError(f"agent_test declined: {evaluation.reason}")
+        return evaluation if evaluation is not None else self.ctx.judge(self.task, candidate)
+
     def profile(self, candidate: Candidate) -> Profile:
-        profile = self._call("agent_profile", candidate=candidate)
+        """The profiler role: a plugin that replaces it (``agent_profile``), else the speed the candidate's
+        verdict holds (measured on the chip, or the model's labelled estimate)."""
+        profile = self.role_log.timed("profile", lambda: self._profile(candidate))
         self.ctx.profile = profile
         return profile
+
+    def _profile(self, candidate: Candidate) -> Profile:
+        profile = self.pm.hook.agent_profile(ctx=self.ctx, task=self.task, candidate=candidate)
+        if isinstance(profile, Decline):
+            raise PluginError(f"agent_profile declined: {profile.reason}")
+        if profile is None:
+            verdict = self._verdict_of(candidate)
+            profile = verdict.profile or verdict.estimate
+            if profile is None:
+                raise PluginError(f"the verdict on {candidate.id} holds no speed ({verdict.status.value}: "
+                                  f"{verdict.reason[:200]})")
+        return profile
+
+    def _verdict_of(self, candidate: Candidate) -> Evaluation:
+        """The run's verdict on ``candidate`` (judged already: its evaluation traced it at full size), else one
+        judged now, outside the budget, as a profile of a candidate never evaluated always was."""
+        with self._budget_lock:
+            known = next((a.evaluation for a in reversed(self.history) if a.candidate.id == candidate.id), None)
+        return known if known is not None else self._judge(candidate)
 
     # --- search graphs -------------------------------------------------------
 

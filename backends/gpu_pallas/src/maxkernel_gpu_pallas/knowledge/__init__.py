@@ -21,7 +21,7 @@ def chip_facts(target: str) -> str:
 
 def knowledge_pack(target: str, budget_chars: int) -> str:
     """Chip facts, then the rules, each included whole while it fits the budget."""
-    from maxkernel_pallas_judge.roles import within_budget
+    from maxkernel_pallas_judge.knowledge import within_budget
 
     return within_budget([chip_facts(target), resources.files(__package__).joinpath("pallas_gpu.md").read_text().strip()],
                          budget_chars)

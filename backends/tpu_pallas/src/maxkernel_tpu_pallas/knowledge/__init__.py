@@ -68,7 +68,7 @@ def chip_facts(target: str) -> str:
 
 def knowledge_pack(target: str, budget_chars: int) -> str:
     """Chip facts, rules, then API signatures, each included whole while it fits the budget."""
-    from maxkernel_pallas_judge.roles import within_budget
+    from maxkernel_pallas_judge.knowledge import within_budget
 
     return within_budget([chip_facts(target), resources.files(__package__).joinpath("rules.md").read_text().strip(),
                           api_signatures()], budget_chars)

@@ -1,8 +1,9 @@
 """The default executor: evaluations run in this machine's sandboxed worker pool (the backend's own).
 
-Registered through the ``maxkernel`` entry point ``local_executor`` like any
-plugin, so that an executor on a cluster (``maxkernel-ray``) is selected the
-same way it is: ``--executor NAME`` or ``executor.name``.
+The core's own, registered through the ``maxkernel`` entry point ``local_executor`` like any plugin, so
+that an executor on a cluster (``maxkernel-ray``) is selected the same way it is: ``--executor NAME`` or
+``executor.name``. A run without one (a session made in code) judges in this process all the same
+(``AgentContext.judge``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import contextlib
 import os
 import threading
 
-from maxkernel_core import Executor, hookimpl
+from .interfaces import Executor
+from .markers import hookimpl
 
 
 class LocalExecutor(Executor):
