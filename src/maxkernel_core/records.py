@@ -38,7 +38,10 @@ class Task:
     dtype: str = ""
     atol: float | tuple[float, ...] = 1e-5
     rtol: float | tuple[float, ...] = 1e-5
+    #: the backend's own description of the task's files, for the backend alone: no other package reads it
     metadata: dict[str, Any] = field(factory=dict)
+    #: what a reader of the task's results should know (a legitimate shortcut its reference allows, say)
+    notes: str = ""
 
 
 @record

@@ -14,6 +14,8 @@ PACKAGES = sorted(p for p in [*REPO.glob("src/*"), *REPO.glob("*/src/*"), *REPO.
                   if p.is_dir() and p.name.startswith("maxkernel") and (p / "__init__.py").exists())
 #: Where a backend's ``Evaluation.details`` / ``Profile.details`` are written, and may be read back (display).
 DETAILS_OWNERS = {"maxkernel_tpu_pallas", "maxkernel_gpu_pallas", "maxkernel_pallas_judge"}
+#: Where a ``Task.metadata`` is written (the Pallas task formats) and may be read: the Pallas backends alone.
+METADATA_OWNERS = DETAILS_OWNERS
 
 
 def python_files(package: Path) -> list[Path]:
@@ -130,6 +132,39 @@ def test_no_plugin_reads_another_plugins_details_or_context_extras():
                     if reads.search(line) and not re.search(r"details\s*\[[^]]+\]\s*=[^=]", line):
                         offenders.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+def metadata_reads(source: str) -> list[int]:
+    """Lines reading a string key of some ``X.metadata`` (``X.metadata["k"]``, ``X.metadata.get("k")``), an
+    attrs field's own metadata (``f.metadata``, ``field.metadata``) aside."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        target = node.value if isinstance(node, ast.Subscript) else (
+            node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get" else None)
+        if (isinstance(target, ast.Attribute) and target.attr == "metadata"
+                and not (isinstance(target.value, ast.Name) and target.value.id in ("f", "field", "a", "attribute"))):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_no_package_reads_another_packages_task_metadata():
+    """A task's ``metadata`` is its backend's description of its files: another package reads typed fields
+    (``Task.notes``) or the backend's public API (``reference_entry``), never its string keys."""
+    offenders = []
+    for package in PACKAGES:
+        if package.name in METADATA_OWNERS:
+            continue
+        for path in python_files(package):
+            text = path.read_text()
+            offenders += [f"{path.relative_to(REPO)}:{n}: {text.splitlines()[n - 1].strip()}" for n in metadata_reads(text)]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_metadata_check_would_catch_a_read():
+    assert metadata_reads('fn = getattr(module, task.metadata["entry"])') == [1]
+    assert metadata_reads("notes = str(task.metadata.get('shortcut') or '')") == [1]
+    assert metadata_reads('low = f.metadata.get("min")\n"""a ``task.metadata["k"]`` in prose"""') == []
 
 
 def test_the_side_channel_check_would_catch_a_read(tmp_path):

@@ -71,3 +71,11 @@ def test_run_finds_a_suite_task_by_id(mk_home):
     result = run_cli("tasks", "--json")
     ids = {t["id"]: t for t in __import__("json").loads(result.stdout)}
     assert Path(ids["8p_GEMM"]["path"]) == REPO / "jaxbench" / "8p_GEMM"
+
+
+def test_a_tasks_shortcut_is_a_typed_note_for_its_reports():
+    """What a reader of a task's results should know travels as ``Task.notes``, not a metadata key."""
+    from maxkernel_tpu_pallas.backend import TpuPallasBackend
+
+    task = TpuPallasBackend().load_task(REPO / "jaxbench" / "21k_Gemm_Divide_Sum_Scaling")
+    assert "sum" in task.notes.lower() and "shortcut" not in task.metadata

@@ -221,7 +221,7 @@ class _Bench:
         else:
             result = self.optimize_one(ref)
         if task is not None:
-            result.notes = str(task.metadata.get("shortcut") or "")
+            result.notes = task.notes
         self.store.set_bench_task(self.bench_id, ref.id, "error" if result.status == "error" else "done",
                                   run_id=result.run_id, result=result.to_dict())
         return result

@@ -51,6 +51,12 @@ def load_reference(task: Task):
     return load_task_module(task.metadata, f"maxkernel_reference_{abs(hash(module_path))}")
 
 
+def reference_entry(task: Task) -> str:
+    """The name of the reference module's function the judge calls (``computation``, or a KernelBench
+    module's added entry)."""
+    return task.metadata["entry"]
+
+
 def reference_source(task: Task) -> str:
     """The reference module's text as the judge runs it (with the entry a KernelBench-style module gets)."""
     from maxkernel_pallas_judge.judge.task_module import module_source

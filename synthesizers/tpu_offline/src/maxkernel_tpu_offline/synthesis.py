@@ -109,12 +109,13 @@ def analyse_task(task) -> TaskAnalysis:
 
     module = api.load_reference(task)
     shapes, static = api.reference_inputs(task, module)
-    fn = getattr(module, task.metadata["entry"])
+    entry = api.reference_entry(task)
+    fn = getattr(module, entry)
     try:
         analysis, numbers = _analyse(task, module, fn, shapes, static)
     except Declined as exc:
         raise OfflineDeclined(f"the offline synthesizer has no template for task {task.id}: {exc}") from exc
-    return TaskAnalysis(analysis, numbers, len(shapes), api.reference_source(task), task.metadata["entry"])
+    return TaskAnalysis(analysis, numbers, len(shapes), api.reference_source(task), entry)
 
 
 def synthesize(task, target: str) -> Synthesis:
