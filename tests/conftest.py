@@ -15,6 +15,9 @@ from .helpers import REPO
 if not os.environ.get("MAXKERNEL_TEST_SCRATCH"):
     _scratch = tempfile.mkdtemp(prefix="maxkernel-tests-")
     os.environ["MAXKERNEL_TEST_SCRATCH"] = os.environ["TMPDIR"] = tempfile.tempdir = _scratch
+    # A store nobody configured (an evaluator made in a test, a CLI run without --home) lands there too, never
+    # in the user's data folder, where two test processes would share it.
+    os.environ.setdefault("MAXKERNEL_HOME", os.path.join(_scratch, "home"))
 
 
 @pytest.fixture(scope="session")

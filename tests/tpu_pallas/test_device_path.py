@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow  # real workers: JAX starts, interpret-mode runs
 
 
 @pytest.fixture(scope="module")
-def chip_evaluator():
+def chip_evaluator(tmp_path_factory):
     from maxkernel_pallas_judge.judge.evaluator import Evaluator
     from maxkernel_pallas_judge.sandbox.pool import Limits
 
@@ -28,7 +28,8 @@ def chip_evaluator():
     # the workers import the stand-in platform from this repository's tests package
     saved = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO), *([saved] if saved else [])])
-    evaluator = Evaluator(Limits(timeout_s=240, platform=HOST_CHIP.spec), fresh_inputs=1, spares=0)
+    evaluator = Evaluator(Limits(timeout_s=240, platform=HOST_CHIP.spec), fresh_inputs=1, spares=0,
+                          home=tmp_path_factory.mktemp("home"))
     yield evaluator
     evaluator.close()
     if saved is None:

@@ -50,7 +50,7 @@ def _verdict(cand_id):
 
 
 def test_measured_profile_keeps_the_trace_and_checks_every_timed_call(tmp_path, monkeypatch):
-    monkeypatch.setenv("MAXKERNEL_HOME", str(tmp_path))
+    monkeypatch.setattr(EVALUATOR, "home", tmp_path)  # the run store's folder: the trace is kept there
     report = TestReport("cand-1", True, 4)
     ev = judge_on_chip(_verdict("cand-1"), _outcome([RIGHT]), _chip(), "4 input sets match", report)
     assert ev.ok and not ev.profile.estimated and ev.profile.speedup == pytest.approx(2.0)
@@ -71,7 +71,7 @@ def test_measured_profile_keeps_the_trace_and_checks_every_timed_call(tmp_path, 
 def test_a_time_below_the_chips_floor_for_the_work_is_refused(tmp_path, monkeypatch):
     """The task's 1e12 FLOPs in 1 ms would be 1,000 TFLOP/s, five times the chip's peak, where XLA's 6 ms is
     within it: the kernel did not do the work."""
-    monkeypatch.setenv("MAXKERNEL_HOME", str(tmp_path))
+    monkeypatch.setattr(EVALUATOR, "home", tmp_path)
     ref = ReferenceData([], None, {}, 1e12, [], [], [], "cpu", xla={"ok": True, "chip": {"bf16_ops_per_second": 197e12}})
     verdict = Verdict(EVALUATOR, Task("t", "tpu_pallas", "/t", atol=1e-3, rtol=1e-3),
                       type("C", (), {"id": "cand-4"})(), "v5e", ref)

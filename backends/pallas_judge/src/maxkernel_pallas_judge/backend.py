@@ -111,9 +111,10 @@ class PallasBackend(Backend):
     def deliverables(self, evaluation: Evaluation) -> dict[str, bytes]:
         """The full-size program the verdict is about (``kernel.jaxexport``: jax.export's serialization, as the
         checker made, proved and compiled it, and on a chip measured it), when this store holds it."""
+        from .judge.evaluator import store_home
         from .judge.traces import ARTIFACT_NAME, artifact_bytes
 
-        data = artifact_bytes(evaluation.artifact) if evaluation.artifact else None
+        data = artifact_bytes(evaluation.artifact, store_home(self.settings)) if evaluation.artifact else None
         return {ARTIFACT_NAME: data} if data is not None else {}
 
     def host_checks(self) -> list[HostCheck]:

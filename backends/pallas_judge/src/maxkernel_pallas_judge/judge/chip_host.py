@@ -13,6 +13,7 @@ import hashlib
 import os
 import threading
 from collections import OrderedDict
+from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
@@ -45,8 +46,8 @@ class ChipReference:
 class ChipHolder:
     """Holds references on the chip and runs checked programs there, for one evaluator."""
 
-    def __init__(self, pool: WorkerPool, platform, timeout_s: float, keep: int = KEEP_PAYLOADS) -> None:
-        self.pool, self.platform, self.timeout_s = pool, platform, timeout_s
+    def __init__(self, pool: WorkerPool, platform, timeout_s: float, home: Path, keep: int = KEEP_PAYLOADS) -> None:
+        self.pool, self.platform, self.timeout_s, self.home = pool, platform, timeout_s, home
         self.keep = max(keep, KEEP_PAYLOADS)
         self.lock = threading.RLock()
         self._payloads: OrderedDict[str, tuple[int, list[np.ndarray]]] = OrderedDict()
@@ -75,7 +76,7 @@ class ChipHolder:
         head, out = done
         n = int(head["n_outputs"])
         xla, exact = list(out[1:1 + n]), list(out[1 + n:1 + 2 * n])
-        kept = keep_trace(f"reference-{task.id}-{chip_key}", out[:1])
+        kept = keep_trace(f"reference-{task.id}-{chip_key}", out[:1], self.home)
         return ChipReference(chip_key, head["device_kind"], head["timing"], xla, exact,
                              distance(exact, xla, task.atol, task.rtol), kept), ""
 

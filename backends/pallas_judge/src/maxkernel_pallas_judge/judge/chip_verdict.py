@@ -159,7 +159,7 @@ def measured_profile(verdict, header: dict[str, Any], trace, chip, kind: str) ->
     ref, est = verdict.ref, verdict.estimate
     timing = {k: header.get(k) for k in ("median_s", "times_s", "wall_median_s", "runs", "warmup", "input_sets",
                                          "top_ops", "wait_share", "calls_checked")}
-    timing["xplane"] = keep_trace(verdict.cand.id, trace)
+    timing["xplane"] = keep_trace(verdict.cand.id, trace, verdict.evaluator.home)
     flops, hbm = task_work(ref)
     figures = (ref.xla or {}).get("chip") or {}
     mine, xla = achieved(flops, hbm, header["median_s"], figures), achieved(flops, hbm, chip.timing["median_s"], figures)

@@ -36,6 +36,7 @@ import attrs
 import numpy as np
 from attrs import field, frozen
 from maxkernel_core import Candidate, EvalStatus, Evaluation, Fit, Task, TaskError
+from maxkernel_core.store import default_home
 
 from ..sandbox.pool import WorkerPool
 from ..sandbox.records import JobOutcome, Limits
@@ -117,16 +118,18 @@ class Evaluator:
 
     def __init__(self, limits: Limits | None = None, fresh_inputs: int = 3, spares: int = 1,
                  reference_timeout_s: float = 900.0, reference_compile_timeout_s: float = 240.0,
-                 check_target=None, references_at_once: int = 1) -> None:
+                 check_target=None, references_at_once: int = 1, home: Path | None = None) -> None:
         self.limits = limits or Limits()
         self.platform: Platform = load_platform(self.limits.platform)
         self.check_target = check_target or (lambda target: target)
         self.fresh_inputs = fresh_inputs
         self.reference_timeout_s = reference_timeout_s
         self.reference_compile_timeout_s = reference_compile_timeout_s
+        #: the run store's folder: where verdicts keep programs and traces (``store.home``)
+        self.home = home or default_home()
         self.pool = WorkerPool(self.limits, spares=spares, trusted_at_once=references_at_once)
         # each task judged at once keeps its full-size inputs, to put back on the chip when its check comes
-        self.chip = ChipHolder(self.pool, self.platform, reference_timeout_s, keep=references_at_once + 1)
+        self.chip = ChipHolder(self.pool, self.platform, reference_timeout_s, self.home, keep=references_at_once + 1)
         self._references: dict[tuple, ReferenceData] = {}
         self._lock = threading.Lock()
 
@@ -287,7 +290,13 @@ def evaluator_from_settings(settings, platform: Platform, check_target) -> Evalu
     limits = Limits(timeout_s=ev.timeout_s, memory_mb=ev.memory_mb, device=ev.device, platform=platform.spec)
     return Evaluator(limits, check_target=check_target, fresh_inputs=max(ev.fresh_inputs, 0), spares=max(ev.spares, 0),
                      reference_timeout_s=ev.reference_timeout_s, reference_compile_timeout_s=ev.reference_compile_timeout_s,
-                     references_at_once=max(ev.references_at_once, 1))
+                     references_at_once=max(ev.references_at_once, 1), home=store_home(settings))
+
+
+def store_home(settings) -> Path:
+    """The run store's folder the settings name (``store.home``), else the default one."""
+    store = getattr(settings, "store", None)
+    return default_home(getattr(store, "home", None) or None)
 
 
 def _failed_at_check_size(ev: Evaluation) -> bool:

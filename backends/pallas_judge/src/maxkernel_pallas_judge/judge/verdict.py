@@ -206,7 +206,7 @@ class Verdict:
             return self._ended_badly(checked, "checker") or self.done(EvalStatus.CRASHED, "no compile result")
         canonical = checked.last("canonical")
         if canonical is not None and comp[0].get("ok"):
-            self.artifact = keep_artifact(canonical[1][0])  # the program every later fact is about
+            self.artifact = keep_artifact(canonical[1][0], self.evaluator.home)  # the program every later fact is about
         failed = self._compile(comp[0])
         if failed is not None:
             return failed
