@@ -93,3 +93,37 @@ def test_with_bubblewrap_installed_the_sandbox_is_bwrap_not_the_fallback():
 
     assert bwrap.probe() == (True, "")
     assert bwrap.sandbox_name() == "bwrap"
+
+
+def test_messages_sent_from_threads_at_once_arrive_whole():
+    """A message is several writes (its arrays from their own memory): threads sending on one stream at once
+    must not interleave them."""
+    import io
+    import threading
+    import time
+
+    import numpy as np
+    from maxkernel_pallas_judge.sandbox import protocol
+
+    class Yielding(io.BytesIO):  # a pipe's write lets another thread run between a message's writes
+        def write(self, data):
+            written = super().write(data)
+            time.sleep(0.0005)
+            return written
+
+    stream = Yielding()
+    arrays = [np.full(1 << 16, i, np.uint8) for i in range(8)]
+
+    def send(i):
+        for _ in range(20):
+            protocol.send(stream, {"type": "x", "i": i}, [arrays[i], arrays[i]])
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    stream.seek(0)
+    for _ in range(160):
+        header, got = protocol.recv(stream)
+        assert all((a == header["i"]).all() for a in got) and len(got) == 2

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import struct
+import threading
+import weakref
 from typing import Any, BinaryIO
 
 import ml_dtypes  # noqa: F401  (registers bfloat16 & co. with numpy by name)
@@ -33,18 +35,33 @@ def _dtype(name: str) -> np.dtype:
         raise ProtocolError(f"unknown dtype {name!r}") from exc
 
 
+#: one lock per stream: a message is several writes (its arrays are written from their own memory), and two
+#: threads sending on one stream must not interleave them
+_locks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_locks_lock = threading.Lock()
+
+
+def _lock_of(stream: BinaryIO) -> threading.Lock:
+    with _locks_lock:
+        lock = _locks.get(stream)
+        if lock is None:
+            lock = _locks[stream] = threading.Lock()
+        return lock
+
+
 def send(stream: BinaryIO, header: dict[str, Any], arrays: list[np.ndarray] = ()) -> None:
     # not np.ascontiguousarray: it turns a 0-d array (a scalar output, e.g. a loss) into shape (1,)
     arrays = [np.asarray(a) for a in arrays]
     arrays = [a if a.flags.c_contiguous else a.copy(order="C") for a in arrays]
     header = {**header, "arrays": [{"dtype": a.dtype.name, "shape": list(a.shape)} for a in arrays]}
     blob = json.dumps(header, default=str).encode()
-    stream.write(struct.pack("<I", len(blob)) + blob)
-    for a in arrays:  # the array's own memory, not a copy: outputs of a full-size program run to gigabytes
-        stream.write(struct.pack("<Q", a.nbytes))
-        if a.nbytes:
-            stream.write(memoryview(a.reshape(-1).view(np.uint8)))
-    stream.flush()
+    with _lock_of(stream):
+        stream.write(struct.pack("<I", len(blob)) + blob)
+        for a in arrays:  # the array's own memory, not a copy: outputs of a full-size program run to gigabytes
+            stream.write(struct.pack("<Q", a.nbytes))
+            if a.nbytes:
+                stream.write(memoryview(a.reshape(-1).view(np.uint8)))
+        stream.flush()
 
 
 def _read_exact(stream: BinaryIO, n: int) -> bytes:
