@@ -55,12 +55,14 @@ def send(stream: BinaryIO, header: dict[str, Any], arrays: list[np.ndarray] = ()
     arrays = [a if a.flags.c_contiguous else a.copy(order="C") for a in arrays]
     header = {**header, "arrays": [{"dtype": a.dtype.name, "shape": list(a.shape)} for a in arrays]}
     blob = json.dumps(header, default=str).encode()
+    # every part made before the first byte goes out: a failure half-way would leave half a message on the stream
+    raw = [memoryview(a.reshape(-1).view(np.uint8)) if a.nbytes else b"" for a in arrays]
     with _lock_of(stream):
         stream.write(struct.pack("<I", len(blob)) + blob)
-        for a in arrays:  # the array's own memory, not a copy: outputs of a full-size program run to gigabytes
-            stream.write(struct.pack("<Q", a.nbytes))
-            if a.nbytes:
-                stream.write(memoryview(a.reshape(-1).view(np.uint8)))
+        for data in raw:  # the array's own memory, not a copy: outputs of a full-size program run to gigabytes
+            stream.write(struct.pack("<Q", len(data)))
+            if len(data):
+                stream.write(data)
         stream.flush()
 
 
