@@ -7,6 +7,7 @@ interpreter and wrong on a TPU; 6. a forged estimate. The candidates are in ``at
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,10 @@ def test_kernels_the_plain_interpreter_passes_and_a_tpu_fails_are_incorrect(tpu_
     ev = judge(tpu_backend, task_of("matmul"), attack)
     assert ev.status is EvalStatus.INCORRECT, (ev.status, ev.reason)
     assert re.search(r"wrong result|TPU-semantics interpreter", ev.reason), ev.reason
+    # the checker that ran it retires (its failed run may leave callbacks behind): it must not be kept, or the
+    # next candidate's check finds it gone (a crash under load, where its exit lags)
+    time.sleep(1)
+    assert all(w.proc.poll() is None for w in tpu_backend.evaluator.pool._checkers)
 
 
 @pytest.mark.parametrize("attack", ["revisited_output_block.py", "dma_read_before_wait.py", "out_of_bounds_slice.py",

@@ -130,8 +130,10 @@ class WorkerPool:
             worker = Worker(self.limits, ro_paths=tuple(ro_paths))
         outcome = worker.run({**job, "scratch": str(worker.scratch)}, list(arrays), timeout or self.limits.timeout_s)
         outcome.sandbox = worker.sandbox
-        with self._lock:
-            keep = outcome.status == "done" and not self._closed and not ro_paths
+        done = outcome.last("done")
+        with self._lock:  # a checker that said it retires is exiting: kept, the next job would find it gone
+            keep = (outcome.status == "done" and not self._closed and not ro_paths
+                    and not (done is not None and done[0].get("retire")))
             if keep:
                 self._checkers.append(worker)
         if not keep:

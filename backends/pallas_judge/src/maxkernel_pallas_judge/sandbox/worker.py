@@ -125,8 +125,9 @@ def main(argv: list[str]) -> None:
 
             emit({"type": "error", "kind": type(exc).__name__, "message": str(exc)[:1500],
                   "traceback": "".join(traceback.format_exception(exc, limit=-6))[-3000:]})
-        emit({"type": "done"})
-        if kind == "trace" or check_job.RETIRE:
+        retire = kind == "trace" or check_job.RETIRE
+        emit({"type": "done", "retire": retire})  # said before it goes: the parent must not keep it for a next job
+        if retire:
             os._exit(0)  # one candidate per process (a checker a failed run left unfit too): the parent replaces it
 
 
