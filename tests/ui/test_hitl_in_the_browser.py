@@ -3,6 +3,7 @@ its plan approved in chromium, the candidate appearing live, stopped with Ctrl-C
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import pytest
@@ -21,7 +22,13 @@ def _spawn(pexpect, tmp_path, *extra):
                                           *extra],
                          env={"MAXKERNEL_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin", "TERM": "dumb",
                               "PYTHONPATH": ":".join(sys.path), "TMPDIR": str(tmp_path)},
-                         encoding="utf-8", timeout=300)
+                         encoding="utf-8", timeout=300, preexec_fn=_interruptible)
+
+
+def _interruptible():
+    """^C at its terminal stops the run only where SIGINT is not ignored: a process this test's runner started
+    may have inherited it ignored, and a child keeps that (Python then raises no KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_approved_in_the_browser_watched_live_stopped_and_resumed_at_the_terminal(page, tmp_path):

@@ -182,7 +182,8 @@ class WorkerPool:
             finally:
                 with self._lock:
                     worker.close()
-                    self._trusted.remove(worker)
+                    if worker in self._trusted:  # close() may have taken it already
+                        self._trusted.remove(worker)
 
     def close(self) -> None:
         with self._lock:
