@@ -26,9 +26,10 @@ def _spawn(pexpect, tmp_path, *extra):
 
 
 def _interruptible():
-    """^C at its terminal stops the run only where SIGINT is not ignored: a process this test's runner started
-    may have inherited it ignored, and a child keeps that (Python then raises no KeyboardInterrupt)."""
+    """^C at its terminal stops the run only where SIGINT is neither ignored nor blocked: a disposition and a
+    signal mask are inherited, and this test's runner may carry either from an earlier test's libraries."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def test_approved_in_the_browser_watched_live_stopped_and_resumed_at_the_terminal(page, tmp_path):
