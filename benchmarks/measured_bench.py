@@ -93,13 +93,13 @@ def judge_one(backend, folder: Path, kernel: Path, target: str) -> dict:
     try:
         ev = backend.evaluate(task, Candidate(task.id, kernel.read_text()), target=target)
     except TaskError as exc:  # the task's own reference failed (over a worker's memory, say): named, kept
-        backend.evaluator.release(task)
         return {"task": task.id, "class": operator_class(task.id), "status": "reference_failed",
                 "reason": str(exc)[:600], "target": target, "measured": False,
                 "wall_s": round(time.monotonic() - t0, 1), "date": datetime.date.today().isoformat()}
-    line = record(task, ev, target, time.monotonic() - t0)
-    backend.evaluator.release(task)  # its full-size outputs: kept for every task, they fill the host's memory
-    return line
+    else:
+        return record(task, ev, target, time.monotonic() - t0)
+    finally:
+        backend.evaluator.release(task)  # its full-size outputs: kept for every task, they fill the host's memory
 
 
 def run(args) -> int:

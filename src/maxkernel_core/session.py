@@ -113,7 +113,6 @@ class RoleLog:
         return (yield from self._timed("debug"))
 
 
-
 class RunSession:
     """One run: calls roles through the plugin manager and records everything as it happens."""
 
@@ -141,15 +140,20 @@ class RunSession:
         if self._log_name and self.pm.has_plugin(self._log_name):
             self.pm.unregister(name=self._log_name)
 
-    def _call(self, hook: str, **kwargs: Any) -> Any:
+    def _ask(self, hook: str, **kwargs: Any) -> Any:
+        """A role hook's answer, None when no plugin answers; a ``Decline`` is an error."""
         result = getattr(self.pm.hook, hook)(ctx=self.ctx, task=self.task, **kwargs)
+        if isinstance(result, Decline):
+            raise PluginError(f"{hook} declined: {result.reason}")
+        return result
+
+    def _call(self, hook: str, **kwargs: Any) -> Any:
+        result = self._ask(hook, **kwargs)
         if result is None:
             raise PluginError(
                 f"no plugin answered {hook} for backend {self.ctx.backend.name!r}: install the built-in "
                 "plugins (see README) or a plugin that implements it"
             )
-        if isinstance(result, Decline):
-            raise PluginError(f"{hook} declined: {result.reason}")
         return result
 
     # --- the five roles ------------------------------------------------------
@@ -278,9 +282,7 @@ class RunSession:
     def _judge(self, candidate: Candidate) -> Evaluation:
         """The tester role: a plugin that replaces it (``agent_test``), else the backend's judge on the run's
         executor, the one way to a verdict."""
-        evaluation = self.pm.hook.agent_test(ctx=self.ctx, task=self.task, candidate=candidate)
-        if isinstance(evaluation, Decline):
-            raise PluginError(f"agent_test declined: {evaluation.reason}")
+        evaluation = self._ask("agent_test", candidate=candidate)
         return evaluation if evaluation is not None else self.ctx.judge(self.task, candidate)
 
     def profile(self, candidate: Candidate) -> Profile:
@@ -291,9 +293,7 @@ class RunSession:
         return profile
 
     def _profile(self, candidate: Candidate) -> Profile:
-        profile = self.pm.hook.agent_profile(ctx=self.ctx, task=self.task, candidate=candidate)
-        if isinstance(profile, Decline):
-            raise PluginError(f"agent_profile declined: {profile.reason}")
+        profile = self._ask("agent_profile", candidate=candidate)
         if profile is None:
             verdict = self._verdict_of(candidate)
             profile = verdict.profile or verdict.estimate

@@ -81,7 +81,7 @@ def derived_small(task: Task, module) -> tuple[Any, list[Any], tuple] | None:
     small, _how = derive(task.metadata, set_bytes(shapes))
     if small is None:
         return None
-    return (getattr(small, task.metadata["entry"]), *abstract_full(small, task.metadata))
+    return (getattr(small, reference_entry(task)), *abstract_full(small, task.metadata))
 
 
 def work_stats(closed_jaxpr) -> dict[str, Any]:

@@ -295,8 +295,7 @@ def evaluator_from_settings(settings, platform: Platform, check_target) -> Evalu
 
 def store_home(settings) -> Path:
     """The run store's folder the settings name (``store.home``), else the default one."""
-    store = getattr(settings, "store", None)
-    return default_home(getattr(store, "home", None) or None)
+    return default_home(settings.store.home if settings is not None else None)
 
 
 def _failed_at_check_size(ev: Evaluation) -> bool:

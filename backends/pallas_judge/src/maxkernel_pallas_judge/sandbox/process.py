@@ -185,8 +185,7 @@ class Worker:
                 return self._finish(outcome, start)
             header, payload = item
             if header.get("type") == "stage":
-                outcome.stage = str(header.get("stage", ""))
-                outcome.stages.append((outcome.stage, time.monotonic() - start))
+                outcome.stages.append((str(header.get("stage", "")), time.monotonic() - start))
                 continue
             outcome.messages.append((header, payload))
             if header.get("type") == "done":

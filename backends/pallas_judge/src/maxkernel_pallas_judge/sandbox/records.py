@@ -30,10 +30,14 @@ class JobOutcome:
     returncode: int | None = None
     log_tail: str = ""
     wall_s: float = 0.0
-    stage: str = ""
     sandbox: str = ""
     #: (stage, seconds into the job when the worker began it): where a job's time went
     stages: list[tuple[str, float]] = field(factory=list)
+
+    @property
+    def stage(self) -> str:
+        """The stage the worker began last (where a job that never finished was stuck)."""
+        return self.stages[-1][0] if self.stages else ""
 
     def last(self, kind: str) -> tuple[dict[str, Any], list[np.ndarray]] | None:
         for header, arrays in reversed(self.messages):
