@@ -96,7 +96,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_walk_sees_every_package():
     names = {p.name for p in PACKAGES}
-    assert {"maxkernel_core", "maxkernel_agents", "maxkernel_tpu_pallas", "maxkernel_tpu_offline",
+    assert {"maxkernel_core", "maxkernel_agents", "maxkernel_tpu_pallas", "maxkernel_tpu_offline", "maxkernel_synthesis",
             "maxkernel_strategies", "maxkernel_llm_providers", "maxkernel_ray"} <= names, names
 
 

@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from maxkernel_core import EvalStatus, Plan
 
-from maxkernel_tpu_offline.analysis import Analysis
-from maxkernel_tpu_offline.ir import Declined, trace_reference
-from maxkernel_tpu_offline.attention import AttentionSpec, Clause, Operand, analyse_attention
+from maxkernel_synthesis.analysis import Analysis
+from maxkernel_synthesis.ir import Declined, trace_reference
+from maxkernel_synthesis.attention import AttentionSpec, Clause, Operand, analyse_attention
 from maxkernel_tpu_offline.flash import K_ALIGN, blocks, q_align
-from maxkernel_tpu_offline.synthesis import OfflineDeclined
+from maxkernel_synthesis.task import OfflineDeclined
 from maxkernel_tpu_offline.space import neighbours, space
 
 from .test_synthesizer import offline_session

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from maxkernel_core import EvalStatus
 
-from maxkernel_tpu_offline.analysis import analyse
-from maxkernel_tpu_offline.ir import trace_reference
+from maxkernel_synthesis.analysis import analyse
+from maxkernel_synthesis.ir import trace_reference
 
 from .test_synthesizer import offline_session
 
@@ -76,7 +76,7 @@ def test_group_reduce_gives_every_lane_its_groups_statistic(log_group, tiles, op
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import tpu as pltpu
 
-    from maxkernel_tpu_offline.groups import group_reduce
+    from maxkernel_tpu_offline.group_reduce import group_reduce
 
     group = 2 ** log_group
     width = max(128, group) * tiles
@@ -183,7 +183,7 @@ def test_the_epilogue_temporaries_rule_out_the_tile_libtpu_refused():
 def test_the_gpu_templates_decline_group_statistics_with_the_reason():
     from maxkernel_gpu_offline.synthesis import synthesize as synthesize_gpu
     from maxkernel_pallas_judge import tasks
-    from maxkernel_tpu_offline.synthesis import OfflineDeclined
+    from maxkernel_synthesis.task import OfflineDeclined
 
     with pytest.raises(OfflineDeclined, match="groups of 64 features"):
         synthesize_gpu(tasks.load_task_at(JAXBENCH / "29k_Matmul_Swish_Sum_GroupNorm"), "h100")

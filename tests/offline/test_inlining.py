@@ -60,7 +60,7 @@ def test_a_bf16_matmul_result_keeps_the_reference_out_of_one_batch_kernel(tmp_pa
 def test_a_template_that_cannot_fit_vmem_at_any_block_declines_with_the_sizes(tmp_path):
     import pytest
 
-    from maxkernel_tpu_offline.synthesis import OfflineDeclined
+    from maxkernel_synthesis.task import OfflineDeclined
 
     # A whole-row softmax over 2^22 float32 columns: 16 MiB a row, 8 rows at the least (a block of
     # the sublane tile) is 128 MiB before double-buffering, and no matmul for staged kernels.

@@ -14,10 +14,14 @@ from jax import lax
 from jax.experimental import pallas as pl
 from maxkernel_core import EvalStatus, Plan
 
-from maxkernel_tpu_offline import staged_attention, staged_conv, staged_matmul, staged_planar, staged_runtime
-from maxkernel_tpu_offline.ir import Declined
-from maxkernel_tpu_offline.synthesis import OfflineDeclined
-from maxkernel_tpu_offline.staged import analyse_staged
+from maxkernel_tpu_offline.staged import attention as staged_attention
+from maxkernel_tpu_offline.staged import conv as staged_conv
+from maxkernel_tpu_offline.staged import matmul as staged_matmul
+from maxkernel_tpu_offline.staged import planar as staged_planar
+from maxkernel_tpu_offline.staged import runtime as staged_runtime
+from maxkernel_synthesis.ir import Declined
+from maxkernel_synthesis.task import OfflineDeclined
+from maxkernel_tpu_offline.staged.template import analyse_staged
 
 from ..helpers import assert_close
 from .test_synthesizer import _task, offline_session
@@ -267,7 +271,7 @@ def test_the_planners_kernel_descriptions_are_what_the_judge_extracts(monkeypatc
     preferred_element_type (bf16 inputs) counts 4 bytes, not the inputs' 2 (9p's first point overflowed)."""
     from maxkernel_pallas_judge.profiling.extract import describe_kernels
 
-    from maxkernel_tpu_offline.staged import describe
+    from maxkernel_tpu_offline.staged.describe import describe
 
     def program(x, w, img, f, vol, g, few, e, q, k, v, mask):
         h = jnp.dot(x, w, preferred_element_type=jnp.float32)
@@ -415,7 +419,7 @@ def test_a_transpose_to_nchw_after_a_direct_convolution_is_the_kernels_store(int
 
 
 def test_only_a_2d_convolutions_nhwc_to_nchw_transpose_joins_its_tail():
-    from maxkernel_tpu_offline.staged_epilogue import _epilogue_plan
+    from maxkernel_tpu_offline.staged.epilogue import _epilogue_plan
 
     def tails(program, *shapes):
         closed = jax.make_jaxpr(program)(*[jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes])

@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
-from maxkernel_tpu_offline import staged_attention, staged_runtime
-
+from maxkernel_tpu_offline.staged import attention as staged_attention
+from maxkernel_tpu_offline.staged import runtime as staged_runtime
 from ..helpers import assert_close
 from .test_staged import _interpret
 

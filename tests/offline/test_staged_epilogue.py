@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from jax import lax
 from maxkernel_pallas_judge.judge.work import work_stats
 
-from maxkernel_tpu_offline import staged_runtime
-from maxkernel_tpu_offline.staged_epilogue import _epilogue_plan, _flattened
+from maxkernel_tpu_offline.staged import runtime as staged_runtime
+from maxkernel_tpu_offline.staged.epilogue import _epilogue_plan, _flattened
 
 from ..helpers import assert_close
 from .test_staged import _close, _interpret, interpret  # noqa: F401 (a fixture)

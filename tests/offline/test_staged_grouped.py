@@ -10,14 +10,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
-from maxkernel_tpu_offline import (
-    staged_epilogue,
-    staged_grouped,
-    staged_grouped_match,
-    staged_runtime,
-)
-from maxkernel_tpu_offline.ir import Declined
-from maxkernel_tpu_offline.staged import analyse_staged, describe
+from maxkernel_tpu_offline.staged import epilogue as staged_epilogue
+from maxkernel_tpu_offline.staged import grouped as staged_grouped
+from maxkernel_tpu_offline.staged import grouped_match as staged_grouped_match
+from maxkernel_tpu_offline.staged import runtime as staged_runtime
+from maxkernel_synthesis.ir import Declined
+from maxkernel_tpu_offline.staged.describe import describe
+from maxkernel_tpu_offline.staged.template import analyse_staged
 
 from ..helpers import assert_close
 from .test_staged_paged import _Pallas

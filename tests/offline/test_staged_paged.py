@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
-from maxkernel_tpu_offline import staged_attention, staged_attention_match, staged_paged, staged_runtime
-
+from maxkernel_tpu_offline.staged import attention as staged_attention
+from maxkernel_tpu_offline.staged import attention_match as staged_attention_match
+from maxkernel_tpu_offline.staged import paged as staged_paged
+from maxkernel_tpu_offline.staged import runtime as staged_runtime
 from .test_staged import _interpret
 
 TASK = Path(__file__).parent / "tasks" / "paged_decode"

@@ -15,8 +15,8 @@ from maxkernel_core.plugins import get_plugin_manager
 from maxkernel_core.session import RunSession
 from maxkernel_core.store import RunStore
 
-from maxkernel_tpu_offline.plugin import OfflineProvider
-from maxkernel_tpu_offline.synthesis import OfflineDeclined
+from maxkernel_synthesis.plugin import OfflineProvider
+from maxkernel_synthesis.task import OfflineDeclined
 from maxkernel_tpu_offline.space import legal_block
 
 from ..tpu_pallas.conftest import TASKS
@@ -177,8 +177,8 @@ def test_batch_fallback_declines_when_blocks_would_mix(tmp_path):
 
 
 def _analysis(fn, *shapes):
-    from maxkernel_tpu_offline.analysis import analyse
-    from maxkernel_tpu_offline.ir import trace_reference
+    from maxkernel_synthesis.analysis import analyse
+    from maxkernel_synthesis.ir import trace_reference
 
     return analyse(trace_reference(fn, shapes, ()))
 
@@ -187,7 +187,7 @@ def test_rowwise_takes_one_label_per_row_and_declines_other_gathers():
     import jax
     import jax.numpy as jnp
 
-    from maxkernel_tpu_offline.ir import Declined
+    from maxkernel_synthesis.ir import Declined
 
     logits, labels = jax.ShapeDtypeStruct((512, 1024), jnp.float32), jax.ShapeDtypeStruct((512,), jnp.int32)
     a = _analysis(lambda x, y: jax.nn.logsumexp(x, axis=-1) - jnp.take_along_axis(x, y[:, None], axis=-1)[:, 0],

@@ -15,7 +15,7 @@ PY_VERSION=${TPU_PYTHON_VERSION:-3.11}
 PURE="pluggy attrs cattrs click rich markdown-it-py mdurl pygments platformdirs typing_extensions flatbuffers
 pytest iniconfig packaging"  # pytest: make test-tpu there
 COMPILED="pyyaml"
-DISTS="./ ./backends/pallas_judge ./backends/tpu_pallas ./backends/gpu_pallas ./synthesizers/tpu_offline
+DISTS="./ ./backends/pallas_judge ./backends/tpu_pallas ./backends/gpu_pallas ./synthesizers/synthesis ./synthesizers/tpu_offline
 ./synthesizers/gpu_offline ./llm_providers ./strategies ./jaxbench"
 
 rm -rf "$OUT" && mkdir -p "$OUT/wheels" "$OUT/bin" "$OUT/lib"

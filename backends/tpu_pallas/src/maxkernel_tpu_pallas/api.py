@@ -14,15 +14,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from maxkernel_core import Task
+from maxkernel_pallas_judge.judge.proof import (
+    MAX_GLUE_MATMUL_SHARE,
+    MAX_GLUE_WORK_SHARE,
+)
+from maxkernel_pallas_judge.reference import (
+    derived_small,
+    load_reference,
+    reference_entry,
+    reference_inputs,
+    reference_source,
+)
 
-from maxkernel_pallas_judge.judge.proof import MAX_GLUE_MATMUL_SHARE, MAX_GLUE_WORK_SHARE
 from .profiling.vmem import VMEM_HEADROOM
 from .targets import TARGETS, check_target
 
 __all__ = [
     "MAX_GLUE_MATMUL_SHARE", "MAX_GLUE_WORK_SHARE", "TARGETS", "VMEM_HEADROOM", "check_target", "chip_facts",
-    "derived_small", "estimate", "fits_vmem", "load_program", "load_reference", "reference_inputs", "reference_source",
+    "derived_small", "estimate", "fits_vmem", "load_program", "load_reference", "reference_entry", "reference_inputs",
+    "reference_source",
     "scoped_vmem_limit", "vmem_capacity", "work_stats",
 ]
 
@@ -37,51 +47,6 @@ def load_program(path):
     from jax import export
 
     return jax.jit(export.deserialize(bytearray(Path(path).read_bytes())).call)
-
-
-def load_reference(task: Task):
-    """The task's reference module, imported in this process as the judge's worker imports it (a
-    KernelBench-style module with the judge's entry added: ``task.metadata["entry"]``).
-
-    Only trusted task code belongs here (a task is the user's own file, never a candidate).
-    """
-    from maxkernel_pallas_judge.judge.task_module import load_task_module
-
-    module_path = task.metadata["module"]
-    return load_task_module(task.metadata, f"maxkernel_reference_{abs(hash(module_path))}")
-
-
-def reference_entry(task: Task) -> str:
-    """The name of the reference module's function the judge calls (``computation``, or a KernelBench
-    module's added entry)."""
-    return task.metadata["entry"]
-
-
-def reference_source(task: Task) -> str:
-    """The reference module's text as the judge runs it (with the entry a KernelBench-style module gets)."""
-    from maxkernel_pallas_judge.judge.task_module import module_source
-
-    return module_source(task.metadata)
-
-
-def reference_inputs(task: Task, module, size: str = "full") -> tuple[list[Any], tuple]:
-    """(abstract dynamic inputs as ``jax.ShapeDtypeStruct``, static arguments) at ``size``; nothing is allocated."""
-    from maxkernel_pallas_judge.judge.inputs import abstract_full
-
-    return abstract_full(module, task.metadata, size=size)
-
-
-def derived_small(task: Task, module) -> tuple[Any, list[Any], tuple] | None:
-    """(entry, abstract inputs, static arguments) at the small size the judge derives for a task without one
-    (judge/small_size.py), or None when none can be derived."""
-    from maxkernel_pallas_judge.judge.inputs import abstract_full
-    from maxkernel_pallas_judge.judge.small_size import derive, set_bytes
-
-    shapes, _ = abstract_full(module, task.metadata)
-    small, _how = derive(task.metadata, set_bytes(shapes))
-    if small is None:
-        return None
-    return (getattr(small, reference_entry(task)), *abstract_full(small, task.metadata))
 
 
 def work_stats(closed_jaxpr) -> dict[str, Any]:

@@ -1,3 +1,3 @@
 """The offline synthesizer's GPU templates (``maxkernel-gpu-offline``): Triton-lowered Pallas kernels written from
-the same reference analysis as the TPU templates (``maxkernel_tpu_offline.synthesis.analyse_task``), driven by the
-same offline roles, for the ``gpu_pallas`` backend; no model, no key."""
+the chip-neutral reference analysis (``maxkernel_synthesis.task.analyse_task``), driven by the chip-neutral
+offline roles (``maxkernel_synthesis.roles``), for the ``gpu_pallas`` backend; no model, no key."""

@@ -4,7 +4,7 @@ One program per (grid axes..., query block), the structure of jax's
 ``pallas/ops/gpu/attention.py``, written here from the spec: q's block stays
 loaded; the key loop (``lax.fori_loop``) slices BLOCK_K keys and values from
 the whole key axis, computes the reference's own score pipeline on the tile
-(its mask and scale, ``_scores``, the TPU template's function), and updates an
+(its mask and scale, ``_scores``, the chip-neutral ``scores_source``), and updates an
 online softmax with an f32 running max, sum and accumulator; the output is
 normalised once and stored once. Where the mask hides whole key blocks (the
 spec's visible range), the loop starts and stops at the visible ones.
@@ -12,7 +12,7 @@ spec's visible range), the loop starts and stops at the visible ones.
 
 from __future__ import annotations
 
-from maxkernel_tpu_offline.flash import jnp_name, kernel_view, module_parts, scores_source
+from maxkernel_synthesis.attention.source import jnp_name, kernel_view, module_parts, scores_source
 
 from .templates import HEADER
 

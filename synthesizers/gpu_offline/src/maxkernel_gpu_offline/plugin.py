@@ -1,5 +1,5 @@
 """The offline roles on the GPU backend: the offline synthesizer's planner, implementer, neighbours and
-debugger (``maxkernel_tpu_offline.plugin``), driven by the GPU templates' synthesis.
+debugger (``maxkernel_synthesis.roles``), driven by the GPU templates' synthesis.
 
 Selected as the TPU templates are (``--provider synthesizer``); they answer when the run's backend writes GPU
 kernels (``kernel_platform == "gpu"``), where the TPU templates stand aside.
@@ -8,13 +8,13 @@ kernels (``kernel_platform == "gpu"``), where the TPU templates stand aside.
 from __future__ import annotations
 
 from maxkernel_core import hookimpl
-from maxkernel_tpu_offline import plugin as offline
+from maxkernel_synthesis import roles as offline
 
 from .synthesis import synthesis
 
 
 def _mine(ctx, role: str) -> bool:
-    return offline._selected(ctx, role) and getattr(ctx.backend, "kernel_platform", "") == "gpu"
+    return offline.selected(ctx, role) and getattr(ctx.backend, "kernel_platform", "") == "gpu"
 
 
 @hookimpl

@@ -11,7 +11,8 @@ from typing import Any
 
 from attrs import frozen
 from maxkernel_core import Parameter, ParameterSpace
-from maxkernel_tpu_offline.synthesis import NAME, OfflineDeclined, analyse_task
+from maxkernel_synthesis.analysis import Analysis
+from maxkernel_synthesis.task import NAME, OfflineDeclined, analyse_task
 
 from .attention import attention_module, unsupported
 from .templates import matmul_module, rowwise_module
@@ -32,13 +33,13 @@ TILES = ("BLOCK_ROWS", "BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK_Q")
 
 @frozen
 class GpuSynthesis:
-    """The task's GPU template and its points ranked by the roofline (fastest first, those that fit first); the
-    same interface as the TPU templates' ``Synthesis``, so the offline roles drive both."""
+    """The task's GPU template and its points ranked by the roofline (fastest first, those that fit first): a
+    ``maxkernel_synthesis.roles.TemplateSynthesis``, so the offline roles drive it as they drive the TPU's."""
 
     #: the on-chip memory the tiles must fit, as plans and repairs name it
     MEMORY = "shared memory"
 
-    analysis: Any  # maxkernel_tpu_offline.analysis.Analysis
+    analysis: Analysis
     ranked: list[tuple[dict[str, Any], Any]]
     writer: Any  # (task id, point) -> module source
 

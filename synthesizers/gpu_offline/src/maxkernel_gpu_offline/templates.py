@@ -13,8 +13,8 @@ check size and the full size.
 from __future__ import annotations
 
 import numpy as np
-from maxkernel_tpu_offline.emit import emit
-from maxkernel_tpu_offline.templates import finish_lines, output_shape_expr, spec_for, view_of
+from maxkernel_synthesis.emit import emit
+from maxkernel_synthesis.writing import finish_lines, output_shape_expr, spec_for, view_of
 
 HEADER = '''"""{title}
 

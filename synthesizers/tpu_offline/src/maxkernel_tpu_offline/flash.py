@@ -14,13 +14,13 @@ block the mask does not touch skips the in-block masking.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import numpy as np
-from attrs import define
 
-from .attention import AttentionSpec, Clause, Operand
+from maxkernel_synthesis.attention import AttentionSpec, Clause, Operand
+from maxkernel_synthesis.attention.source import (Module, jnp_name, kernel_dtype, kernel_view, module_parts,
+                                                   scores_source)
 from .blocks import block_helper_source, itemsize, legal_block, sublane_align
 
 K_ALIGN = 128  # the key block is the lane dim of the score tile and of bias tiles
@@ -47,21 +47,10 @@ from jax.experimental.pallas import tpu as pltpu
 
 {block_helper}'''
 
-TAILS = {"q": ("q", "d"), "k": ("k", "d"), "v": ("k", "e"), "out": ("q", "e"), "bias": ("q", "k")}
-
-
-def _kernel_dtype(dtype: str) -> str:
-    return "int32" if dtype == "bool" else dtype
-
-
-def jnp_name(dtype: str) -> str:
-    return "jnp.bool_" if dtype == "bool" else f"jnp.{dtype}"
-
-
 def q_align(spec: AttentionSpec) -> int:
     """Rows of a query block: the sublane tile of every array blocked by it (q, out, biases) and of f32 scratch."""
     dtypes = [o.dtype for o in spec.operands if o.role in ("q", "out", "bias")]
-    return max([8] + [sublane_align(_kernel_dtype(d)) for d in dtypes])
+    return max([8] + [sublane_align(kernel_dtype(d)) for d in dtypes])
 
 
 def blocks(spec: AttentionSpec, point: dict[str, int], sq: int | None = None, sk: int | None = None) -> tuple[int, int]:
@@ -107,7 +96,7 @@ def describe(spec: AttentionSpec, point: dict[str, int]) -> dict[str, Any]:
             roles = [r[0] for r in op.roles]
             tail = [bq if "q" in roles else 1, bk if "k" in roles else 1]
         changes = points * nq - 1 if op.role in ("q", "out") else max(kv_changes, 0)
-        dtype = _kernel_dtype(op.dtype)
+        dtype = kernel_dtype(op.dtype)
         operands.append({"role": "output" if op.role == "out" else "input", "index": 0,
                          "array_shape": list(op.shape) or [1], "block_shape": tail, "dtype": dtype,
                          "itemsize": itemsize(dtype), "buffers": 2, "pipelined": True, "changes": changes,
@@ -132,39 +121,6 @@ def describe(spec: AttentionSpec, point: dict[str, int]) -> dict[str, Any]:
 # ---------------------------------------------------------------- the module
 
 
-def kernel_view(op: Operand) -> tuple[list[int], list[tuple], bool]:
-    """(axes of the array in kernel order, their roles, whether a unit q/k axis is appended for a bias).
-
-    Grid and extent-1 axes lead in array order, then the two blocked axes; an array already in that order is
-    not transposed (the index map may permute leading axes freely)."""
-    lead = [i for i, r in enumerate(op.roles) if r[0] in ("grid", "one")]
-    tail, roles, missing = [], [op.roles[i] for i in lead], False
-    for name in TAILS[op.role]:
-        where = [i for i, r in enumerate(op.roles) if r == (name,)]
-        if where:
-            tail.append(where[0])
-            roles.append((name,))
-        else:
-            missing = True
-            roles.append(("unit",))
-    return lead + tail, roles, missing
-
-
-def _view_source(op: Operand, arg: str) -> tuple[str, bool]:
-    perm, _, missing = kernel_view(op)
-    text, moved = arg, perm != list(range(len(op.roles)))
-    if moved:
-        text = f"jnp.transpose({arg}, {tuple(perm)})"
-    if missing:
-        lead = [f"{arg}.shape[{i}]" for i, r in enumerate(op.roles) if r[0] in ("grid", "one")]
-        dims = lead + [f"{arg}.shape[{next(i for i, r in enumerate(op.roles) if r == (n,))}]"
-                       if (n,) in op.roles else "1" for n in TAILS[op.role]]
-        text = f"{text}.reshape({', '.join(dims)}{',' if len(dims) == 1 else ''})"
-    if op.dtype == "bool":
-        text = f"{text}.astype(jnp.int32)"
-    return text, moved
-
-
 def _spec_source(op: Operand, arg: str, grid_names: list[str], k_index: str) -> str:
     perm, roles, _ = kernel_view(op)
     block, index = [], []
@@ -186,59 +142,7 @@ def _spec_source(op: Operand, arg: str, grid_names: list[str], k_index: str) -> 
     return f"pl.BlockSpec(({', '.join(block)},), lambda {args}: ({', '.join(index)},))"
 
 
-@define
-class _Module:
-    """What every part of the generated module needs: the spec, the argument names, the operands' layouts."""
-
-    spec: AttentionSpec
-    numbers: list[str]
-    args: list[str]
-    bnames: list[str]
-    gnames: list[str]
-    views: list[str]
-    transposed: list[str]
-    out_perm: list[int]
-    out_dims: list[str]
-
-    @property
-    def ng(self) -> int:
-        return len(self.spec.grid)
-
-    @property
-    def out_moved(self) -> bool:
-        return self.out_perm != list(range(len(self.spec.operand("out").roles)))
-
-    @property
-    def clamp(self) -> bool:
-        return bool(self.spec.skip and (self.spec.k_first or self.spec.k_last))
-
-    def fill(self, text: str) -> str:
-        return re.sub(r"\{c(\d+)\}", lambda m: self.numbers[int(m[1])], text)
-
-
-def module_parts(spec: AttentionSpec, n_dynamic: int, numbers: list[str]) -> _Module:
-    args = [f"a{i}" for i in range(n_dynamic)]
-    biases = spec.biases
-    bnames = [f"b{i}" for i in range(len(biases))]
-    views, transposed = [], []
-    named = [("q", spec.operand("q")), ("k", spec.operand("k")), ("v", spec.operand("v")),
-             *zip(bnames, biases, strict=True)]
-    for name, op in named:
-        text, moved = _view_source(op, args[op.input])
-        views.append(f"    {name} = {text}")
-        if moved:
-            transposed.append(name)
-    out = spec.operand("out")
-    out_perm, out_roles, _ = kernel_view(out)
-    out_dims = [f"n{role[1]}" if role[0] == "grid" else {"one": "1", "q": "sq", "e": "ev"}[role[0]]
-                for role in out_roles]
-    if out_perm != list(range(len(out.roles))):
-        transposed.append("the output")
-    return _Module(spec, numbers, args, bnames, [f"n{g}" for g in range(len(spec.grid))], views, transposed,
-                   out_perm, out_dims)
-
-
-def _doc_why(m: _Module, why: str) -> str:
+def _doc_why(m: Module, why: str) -> str:
     heads = [f for f in m.spec.features if f.startswith("grouped-query")]
     features = "; ".join(f for f in m.spec.features if f not in heads) or "no mask or bias"
     layout = (f" {', '.join(m.transposed)} {'is' if len(m.transposed) == 1 else 'are'} transposed around the kernel "
@@ -249,14 +153,7 @@ def _doc_why(m: _Module, why: str) -> str:
             f"{' ' + heads[0][0].upper() + heads[0][1:] + '.' if heads else ''}{layout}")
 
 
-def scores_source(m: _Module) -> list[str]:
-    score_args = ["s", "qpos", "kpos", *[f"g{g}" for g in range(m.ng)], *m.bnames]
-    return [f"def _scores({', '.join(score_args)}, *, masked, sq, sk, hd, ev):",
-            "    \"\"\"The reference's score pipeline on one (query block, key block) tile of q·kᵀ.\"\"\"",
-            *[f"    {m.fill(line)}" for line in m.spec.score_lines], "", ""]
-
-
-def _step_source(m: _Module) -> list[str]:
+def _step_source(m: Module) -> list[str]:
     """The online-softmax update of one (query block, key block) tile."""
     spec = m.spec
     bias_loads = [f"{b}_ref[...] != 0" if op.dtype == "bool" else f"{b}_ref[...]"
@@ -287,7 +184,7 @@ def _step_source(m: _Module) -> list[str]:
         ""]
 
 
-def _dispatch_source(m: _Module) -> list[str]:
+def _dispatch_source(m: Module) -> list[str]:
     """Which steps run: all of them, or (with a mask) the unmasked fast path, the masked one, or none."""
     spec = m.spec
     if not spec.clauses:
@@ -301,7 +198,7 @@ def _dispatch_source(m: _Module) -> list[str]:
     return lines
 
 
-def _kernel_source(m: _Module) -> list[str]:
+def _kernel_source(m: Module) -> list[str]:
     ng = m.ng
     return [
         f"def _flash_attention_kernel(q_ref, k_ref, v_ref, {''.join(b + '_ref, ' for b in m.bnames)}o_ref, m_ref, "
@@ -331,7 +228,7 @@ def _kernel_source(m: _Module) -> list[str]:
         "        o_ref[...] = o.astype(o_ref.dtype)", "", ""]
 
 
-def _key_block_source(m: _Module) -> list[str]:
+def _key_block_source(m: Module) -> list[str]:
     """The clamp of skipped steps' key blocks to the visible range (no copy for a step that does nothing)."""
     spec = m.spec
     if not m.clamp:
@@ -350,7 +247,7 @@ def _key_block_source(m: _Module) -> list[str]:
         ""]
 
 
-def _computation_source(m: _Module) -> list[str]:
+def _computation_source(m: Module) -> list[str]:
     spec = m.spec
     q, out = spec.operand("q"), spec.operand("out")
     k_index = "_key_block(i, j)" if m.clamp else "j"

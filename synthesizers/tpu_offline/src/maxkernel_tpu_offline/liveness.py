@@ -18,10 +18,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .blocks import itemsize
-from .ir import LAST_AXIS_REDUCTIONS, SHAPE_ONLY, Eqn
+from maxkernel_synthesis.ir import LAST_AXIS_REDUCTIONS, SHAPE_ONLY, Eqn
 
 if TYPE_CHECKING:
-    from .analysis import Analysis
+    from maxkernel_synthesis.analysis import Analysis
 
 #: Kinds whose value is a whole tile in the kernel (a group statistic is kept broadcast over its group).
 TILE_KINDS = frozenset({"row", "grow", "gred"})

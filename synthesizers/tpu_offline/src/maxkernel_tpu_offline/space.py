@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .analysis import Analysis
+from maxkernel_synthesis.analysis import Analysis
 from .blocks import legal_block, pipelined_operand, sublane_align
-from .groups import epilogue_ops as group_epilogue_ops
+from .group_reduce import epilogue_ops as group_epilogue_ops
 from .liveness import temporaries_per_element
 from .templates import accumulates_in_output, n_align
 
@@ -27,7 +27,7 @@ def space(a: Analysis, dtype: str) -> dict[str, list[int]]:
     if a.template == "batch":
         return {"BLOCK_B": [p for p in [1, 2, 4, *POWERS] if p <= a.rows]}
     if a.template == "staged":
-        from .staged import space as staged_space
+        from .staged.describe import space as staged_space
 
         return staged_space(a.staged, POWERS)
     if a.template == "attention":
@@ -75,7 +75,7 @@ def describe(a: Analysis, point: dict[str, int], dtype: str) -> dict[str, Any] |
     if a.template == "batch":
         return _describe_batch(a, point)
     if a.template == "staged":
-        from .staged import describe as describe_staged
+        from .staged.describe import describe as describe_staged
 
         return describe_staged(a.staged, point)
     if a.template == "attention":

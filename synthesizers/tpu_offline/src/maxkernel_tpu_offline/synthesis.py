@@ -1,4 +1,5 @@
-"""What the synthesizer knows about a task, computed once per run: the template, its dtype, the ranked points."""
+"""What the TPU templates make of a task, computed once per run: the template (the chip-neutral analysis, with
+the staged kernels as its last resort), its dtype, the points ranked by the TPU cost model."""
 
 from __future__ import annotations
 
@@ -7,26 +8,17 @@ from typing import Any
 
 from attrs import frozen
 from maxkernel_core import Parameter, ParameterSpace
-from maxkernel_core.errors import MaxKernelError
 
-from .analysis import Analysis, analyse, analyse_staged_program
-from .ir import bind_size_literals, bind_tail_shapes
-from .ir import Declined, trace_reference
+from maxkernel_synthesis.analysis import Analysis
+from maxkernel_synthesis.ir import Declined
+from maxkernel_synthesis.task import NAME, OfflineDeclined, analyse_task
 from .flash import module_source as flash_module
 from .space import neighbours, rank, shrink_largest, space
-from .staged import module_source as staged_module
+from .staged.template import analyse_staged_program, last_resort
+from .staged.template import module_source as staged_module
 from .templates import HEADER, batch_module, matmul_module, rowwise_module
 
-#: what selects it: ``--provider synthesizer`` (``offline``, its first name, still does)
-NAME = "synthesizer"
-ALIASES = ("offline",)
 _lock = threading.Lock()
-
-
-class OfflineDeclined(MaxKernelError):
-    """The synthesizer has no template for this computation; the message says why."""
-
-    exit_code = 1
 
 
 @frozen
@@ -91,37 +83,10 @@ def synthesis(task, ctx) -> Synthesis:
         return cache["synthesis"]
 
 
-@frozen
-class TaskAnalysis:
-    """Which template a task's reference is, with its size-bound constants: chip-neutral, so another backend's
-    templates (the GPU's) can be written from it."""
-
-    analysis: Analysis
-    numbers: Any
-    n_dynamic: int
-    source: str
-    entry: str
-
-
-def analyse_task(task) -> TaskAnalysis:
-    """The reference traced at full size and analysed (``OfflineDeclined`` when no template takes it)."""
-    from maxkernel_tpu_pallas import api
-
-    module = api.load_reference(task)
-    shapes, static = api.reference_inputs(task, module)
-    entry = api.reference_entry(task)
-    fn = getattr(module, entry)
-    try:
-        analysis, numbers = _analyse(task, module, fn, shapes, static)
-    except Declined as exc:
-        raise OfflineDeclined(f"the offline synthesizer has no template for task {task.id}: {exc}") from exc
-    return TaskAnalysis(analysis, numbers, len(shapes), api.reference_source(task), entry)
-
-
 def synthesize(task, target: str) -> Synthesis:
     from maxkernel_tpu_pallas import api
 
-    found = analyse_task(task)
+    found = analyse_task(task, last_resort)
     analysis, numbers = found.analysis, found.numbers
     dtype = _dtype(analysis)
     limit = vmem_limit(target)
@@ -164,54 +129,6 @@ def _smallest(ranked) -> float:
     return min((max(k.vmem_bytes for k in est.kernels) for _, est in ranked), default=float("inf"))
 
 
-def _analyse(task, module, fn, shapes, static) -> tuple[Analysis, Any]:
-    """The template for the reference at full size, with its size-dependent constants bound by the small size
-    (the task's own, else the one the judge derives)."""
-    from maxkernel_tpu_pallas import api
-
-    analysis = analyse(trace_reference(fn, shapes, static))
-    if analysis.template in ("batch", "staged"):
-        return analysis, None
-    if "small" in task.sizes:
-        return _bind(analysis, analyse(trace_reference(fn, *api.reference_inputs(task, module, size="small"))))
-    small = _derived_small(task, module)
-    try:
-        return _bind(analysis, small)
-    except Declined:  # a derived size the template cannot follow: its constants stay the full size's
-        return _bind(analyse(trace_reference(fn, shapes, static)), None)
-
-
-def _bind(analysis: Analysis, small: Analysis | None) -> tuple[Analysis, Any]:
-    if analysis.template == "attention":
-        from .attention import bind_sizes, literal_texts
-
-        if small is None:
-            return analysis, literal_texts(analysis.attention)
-        if small.template != "attention":
-            raise Declined(f"at the small size the reference is not attention-shaped ({small.why})")
-        return analysis, bind_sizes(analysis.attention, small.attention)  # the score pipeline's constants
-    if small is not None:  # constants that depend on the size (1/D)
-        bind_size_literals(analysis.program, small.program, dims(analysis), dims(small))
-        if analysis.tail_from is not None:  # a tail on the whole per-row array: its shapes follow the size
-            bind_tail_shapes(analysis.program.eqns[analysis.tail_from:], small.program.eqns[analysis.tail_from:],
-                             dims(analysis), dims(small))
-    return analysis, None
-
-
-def _derived_small(task, module) -> Analysis | None:
-    """The analysis at the small size the judge derives for a task without one (so size-dependent constants
-    become expressions of the dims and the kernel checks there); None when there is none or it cannot be read."""
-    from maxkernel_tpu_pallas import api
-
-    derived = api.derived_small(task, module)
-    if derived is None:
-        return None
-    try:
-        return analyse(trace_reference(*derived))
-    except Declined:
-        return None
-
-
 def _dtype(analysis: Analysis) -> str:
     if analysis.template == "staged":
         return analysis.staged.dtype
@@ -223,9 +140,3 @@ def _dtype(analysis: Analysis) -> str:
     return analysis.program.dtypes[lead]
 
 
-def dims(analysis: Analysis) -> dict[str, int]:
-    """The sizes a generated kernel knows by name: rows and d, or m, n and k."""
-    if analysis.template == "rowwise":
-        return {"d": analysis.d, "rows": analysis.rows}
-    m, k = analysis.program.shapes[analysis.dot.inputs[0]]
-    return {"m": m, "n": analysis.d, "k": k}

@@ -24,7 +24,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from .staged_matmul import VMEM_LIMIT_BYTES, _round_up, _sublane_tile, _tile
+from .matmul import VMEM_LIMIT_BYTES, _round_up, _sublane_tile, _tile
 
 # --- the staged runtime (pasted into candidates from here on) ---
 #: Rows per output tile (the MXU's 256 on v6e; a group of 256 rows aligned to them wastes nothing), the widest

@@ -6,9 +6,12 @@ import functools
 import math
 from typing import Any
 
-from . import staged_conv, staged_grouped, staged_matmul, staged_planar
-from .blocks import itemsize, pipelined_operand, sublane_align
-from .staged_spec import Matmul, StagedSpec
+from ..blocks import itemsize, pipelined_operand, sublane_align
+from . import conv as staged_conv
+from . import grouped as staged_grouped
+from . import matmul as staged_matmul
+from . import planar as staged_planar
+from .spec import Matmul, StagedSpec
 
 
 def space(spec: StagedSpec, powers: list[int]) -> dict[str, list[int]]:

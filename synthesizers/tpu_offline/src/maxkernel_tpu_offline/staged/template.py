@@ -26,14 +26,22 @@ import re
 import textwrap
 
 from maxkernel_core import pyast
+from maxkernel_synthesis.analysis import Analysis
+from maxkernel_synthesis.ir import Declined, Program
 from maxkernel_tpu_pallas.api import MAX_GLUE_WORK_SHARE
 
-from . import (staged_attention, staged_attention_match, staged_conv, staged_epilogue, staged_grouped,
-               staged_grouped_match, staged_matmul, staged_paged, staged_planar, staged_runtime)
-from .ir import Declined
-from .blocks import block_helper_source, itemsize
-from .staged_describe import describe, space  # noqa: F401  (the template's face: space.py asks here)
-from .staged_spec import Matmul, StagedSpec
+from ..blocks import block_helper_source, itemsize
+from . import attention as staged_attention
+from . import attention_match as staged_attention_match
+from . import conv as staged_conv
+from . import epilogue as staged_epilogue
+from . import grouped as staged_grouped
+from . import grouped_match as staged_grouped_match
+from . import matmul as staged_matmul
+from . import paged as staged_paged
+from . import planar as staged_planar
+from . import runtime as staged_runtime
+from .spec import Matmul, StagedSpec
 
 #: Decline when more than this share of the arithmetic would run outside the kernels: four fifths of the
 #: judge's bound (the offline count is the reference's; a margin keeps a kernel's extra glue inside it).
@@ -199,6 +207,24 @@ def analyse_staged(closed) -> StagedSpec:
     left = {k: v for k, v in stats["glue_ops"].items()
             if k not in ("dot_general", "ragged_dot_general", "conv_general_dilated")}
     return StagedSpec(matmuls, share, left, flops)
+
+
+def analyse_staged_program(program: Program, why_not_fused: str) -> Analysis:
+    """The staged template's analysis of a program no fused template takes (``Declined`` when it cannot be)."""
+    if program.closed is None:
+        raise Declined("the reference was not traced whole")
+    spec = analyse_staged(program.closed)
+    return Analysis("staged", program, 0, 0, {}, staged=spec,
+                    why=f"no fused template fits ({why_not_fused}); {len(spec.matmuls)} matmul/convolution kernel(s) "
+                        f"do {1 - spec.glue_share:.0%} of the arithmetic")
+
+
+def last_resort(program: Program, why_not_fused: str) -> Analysis:
+    """The TPU's last resort for the chip-neutral analysis (``maxkernel_synthesis.analysis.LastResort``)."""
+    try:
+        return analyse_staged_program(program, why_not_fused)
+    except Declined as exc:
+        raise Declined(f"no staged kernels: {exc}") from None
 
 
 def _runtime_source() -> str:

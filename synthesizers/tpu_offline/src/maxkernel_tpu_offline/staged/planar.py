@@ -21,7 +21,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from .staged_matmul import VMEM_LIMIT_BYTES, _round_up  # a candidate has them pasted above
+from .matmul import VMEM_LIMIT_BYTES, _round_up  # a candidate has them pasted above
 
 # --- the staged runtime (pasted into candidates from here on) ---
 #: Convolutions with fewer input channels than this run here (with more, the direct kernel's image is dense).

@@ -24,8 +24,8 @@ import typing
 import jax
 import numpy as np
 
-from .staged_attention_match import _producers
-from .staged_epilogue import _flattened, _is_literal
+from .attention_match import _producers
+from .epilogue import _flattened, _is_literal
 
 # --- the staged runtime (pasted into candidates from here on) ---
 class _GroupedScan(typing.NamedTuple):

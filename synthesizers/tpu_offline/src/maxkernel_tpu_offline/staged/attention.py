@@ -24,10 +24,10 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from .staged_attention_match import _producers
-from .staged_epilogue import _bind_elementwise, _is_literal
-from .staged_matmul import VMEM_LIMIT_BYTES, _free_dims, _grouped, _sublane_tile, _tile
-from .staged_paged import _paged_attention, _paged_sources, _per_item
+from .attention_match import _producers
+from .epilogue import _bind_elementwise, _is_literal
+from .matmul import VMEM_LIMIT_BYTES, _free_dims, _grouped, _sublane_tile, _tile
+from .paged import _paged_attention, _paged_sources, _per_item
 
 # --- the staged runtime (pasted into candidates from here on) ---
 #: A score the tail sets at or below this whatever the matmul gave is masked: exp(s - max) is 0 in f32 for any

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from .blocks import legal_block as _block  # noqa: F401 (a candidate gets it as its own _block)
+from ..blocks import legal_block as _block  # noqa: F401 (a candidate gets it as its own _block)
 
 # A candidate sets these at its top; the defaults serve tests that import this module.
 BLOCK_M, BLOCK_N, BLOCK_K, VMEM_LIMIT_BYTES = 512, 512, 512, 64 << 20

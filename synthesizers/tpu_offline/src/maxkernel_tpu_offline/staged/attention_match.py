@@ -21,7 +21,7 @@ import typing
 
 import numpy as np
 
-from .staged_epilogue import _TAIL_PRIMS, _is_literal
+from .epilogue import _TAIL_PRIMS, _is_literal
 
 # --- the staged runtime (pasted into candidates from here on) ---
 class _Attention(typing.NamedTuple):

@@ -16,14 +16,14 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .staged_attention import _attention_on_kernel
-from .staged_attention_match import _attention_plans
-from .staged_conv import _conv_on_kernel  # a candidate has the modules pasted above this one
-from .staged_grouped import _grouped_scan_on_kernel, _ragged_dot_on_kernel
-from .staged_grouped_match import _grouped_scans, _plain_ragged
-from .staged_epilogue import (_channel_vector, _epilogue_plan, _flattened, _is_literal, _lane_vector, _reduces,
+from .attention import _attention_on_kernel
+from .attention_match import _attention_plans
+from .conv import _conv_on_kernel  # a candidate has the modules pasted above this one
+from .grouped import _grouped_scan_on_kernel, _ragged_dot_on_kernel
+from .grouped_match import _grouped_scans, _plain_ragged
+from .epilogue import (_channel_vector, _epilogue_plan, _flattened, _is_literal, _lane_vector, _reduces,
                               _tail_function, _transposes)
-from .staged_matmul import _dot_general_on_kernel, _Tail
+from .matmul import _dot_general_on_kernel, _Tail
 
 # --- the staged runtime (pasted into candidates from here on) ---
 def _run_with_kernels(jaxpr, consts, args):

@@ -22,8 +22,8 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from .staged_matmul import VMEM_LIMIT_BYTES, _finish, _pallas_matmul, _round_up  # a candidate has them pasted above
-from .staged_planar import PLANAR_CHANNELS, _planar_conv, _planar_conv_takes
+from .matmul import VMEM_LIMIT_BYTES, _finish, _pallas_matmul, _round_up  # a candidate has them pasted above
+from .planar import PLANAR_CHANNELS, _planar_conv, _planar_conv_takes
 
 # --- the staged runtime (pasted into candidates from here on) ---
 #: im2col patches above this size are built for one block of the batch at a time (they would not fit HBM).

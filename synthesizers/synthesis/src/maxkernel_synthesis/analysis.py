@@ -20,6 +20,7 @@ Anything else is declined with the reason.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from attrs import define
@@ -28,7 +29,11 @@ from .attention import analyse_attention, count_dots
 from .batch import batched_inputs
 from .ir import Declined, Eqn, Program
 from .rows import classify_rows, kind_of, row_tail, splittable_reduction
-from .staged import analyse_staged
+
+#: A chip's last resort when no fused template fits and no batch axis is proven independent (the TPU's: its
+#: matmuls and convolutions alone on kernels, ``maxkernel_tpu_offline.staged``): the program and why the others
+#: declined, to an analysis, or Declined.
+LastResort = Callable[[Program, str], "Analysis"]
 
 
 @define
@@ -42,7 +47,7 @@ class Analysis:
     reductions: int = 0
     why: str = ""
     attention: Any = None  # attention.AttentionSpec for the attention template
-    staged: Any = None  # staged.StagedSpec for the staged template
+    staged: Any = None  # the chip's spec of its last-resort template (the TPU's StagedSpec)
     #: matmul_epilogue: the program input the kernel reads as the weight, and whether it is (N, K) (x @ W.T,
     #: PyTorch's Linear layout), contracted on its last dim by the MXU instead of transposed in HBM first
     rhs: str = ""
@@ -74,11 +79,12 @@ class Analysis:
         return self.program.eqns if self.tail_from is None else self.program.eqns[:self.tail_from]
 
 
-def analyse(program: Program) -> Analysis:
+def analyse(program: Program, last_resort: LastResort | None = None) -> Analysis:
     """Choose a template for the program, or raise :class:`Declined` with the reason.
 
     The specific templates are tried first; when none fits, the fallback runs the
-    whole computation per block of a batch axis proven independent.
+    whole computation per block of a batch axis proven independent; when there is
+    none, the chip's ``last_resort`` (if it has one) is asked.
     """
     try:
         return _specific(program)
@@ -86,25 +92,17 @@ def analyse(program: Program) -> Analysis:
         try:
             batched = batched_inputs(program)
         except Declined as fallback:
+            if last_resort is None:
+                raise Declined(f"{specific}; and no batch fallback: {fallback}") from None
             try:
-                return analyse_staged_program(program, f"{specific}; and no batch fallback: {fallback}")
-            except Declined as staged:
-                raise Declined(f"{specific}; no batch fallback: {fallback}; and no staged kernels: {staged}") from None
+                return last_resort(program, f"{specific}; and no batch fallback: {fallback}")
+            except Declined as last:
+                raise Declined(f"{specific}; no batch fallback: {fallback}; and {last}") from None
         out = program.shapes[program.outputs[0]]
         kinds = {name: "batch" if b else "whole" for name, b in zip(program.inputs, batched, strict=False)}
         return Analysis("batch", program, out[0], 0, kinds,
                         why=f"no specific template fits ({specific}); the leading axis (extent {out[0]}) is proven "
                             "independent, so each grid step runs the whole computation on a block of it")
-
-
-def analyse_staged_program(program: Program, why_not_fused: str) -> Analysis:
-    """The last resort: matmuls and convolutions on Pallas kernels, the rest left to XLA (``staged.py``)."""
-    if program.closed is None:
-        raise Declined("the reference was not traced whole")
-    spec = analyse_staged(program.closed)
-    return Analysis("staged", program, 0, 0, {}, staged=spec,
-                    why=f"no fused template fits ({why_not_fused}); {len(spec.matmuls)} matmul/convolution kernel(s) "
-                        f"do {1 - spec.glue_share:.0%} of the arithmetic")
 
 
 def _specific(program: Program) -> Analysis:

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .staged_planar import PLANAR_CHANNELS  # a candidate has it pasted above
+from .planar import PLANAR_CHANNELS  # a candidate has it pasted above
 
 # --- the staged runtime (pasted into candidates from here on) ---
 #: Elementwise primitives an epilogue may hold: each is bound on the output tile as the reference bound it.

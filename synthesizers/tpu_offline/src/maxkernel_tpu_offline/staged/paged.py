@@ -28,8 +28,8 @@ import numpy as np
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from .staged_attention_match import _producers
-from .staged_matmul import VMEM_LIMIT_BYTES, _sublane_tile
+from .attention_match import _producers
+from .matmul import VMEM_LIMIT_BYTES, _sublane_tile
 
 # --- the staged runtime (pasted into candidates from here on) ---
 #: Keys per step (pages x rows), and the most one page buffer (one of k, v; one of two slots) may hold.
