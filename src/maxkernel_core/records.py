@@ -70,9 +70,12 @@ class Provenance:
     provider: str = ""
     model: str = ""
     strategy: str = ""
+    #: the idea applied, in words for a person (a plan's move, "autotune: BLOCK_M 128 -> 256"); never parsed
     transformation: str = ""
     plan_id: str | None = None
     llm_call_ids: tuple[int, ...] = ()
+    #: a strategy's re-evaluation of a kernel it is about to declare best, counted apart from the budget
+    recheck: bool = False
 
 
 @record

@@ -50,7 +50,8 @@ KILL_AFTER_EVALUATIONS_ENV = "MAXKERNEL_FAULT_KILL_AFTER_EVALUATIONS"
 
 
 def is_recheck(candidate: Candidate) -> bool:
-    return candidate.provenance.transformation == RECHECK
+    # the words are how a run stored before ``Provenance.recheck`` marked one, and how ``--resume`` reads it
+    return candidate.provenance.recheck or candidate.provenance.transformation == RECHECK
 
 
 def counted(attempt: Attempt) -> bool:

@@ -113,11 +113,12 @@ def test_llm_calls_are_logged_with_errors(parts):
     assert fake.history[0].max_output_tokens == 100  # the role's settings fill the request
 
 
-def test_a_kernel_whose_recheck_failed_is_never_reported(parts):
-    """Every re-check of the best failed: the run has no verified kernel, it does not fall back to it."""
+@pytest.mark.parametrize("marked", [{"recheck": True, "transformation": "confirm the best"},
+                                    {"transformation": "re-evaluation"}], ids=["field", "stored-before-the-field"])
+def test_a_kernel_whose_recheck_failed_is_never_reported(parts, marked):
+    """Every re-check of the best failed: the run has no verified kernel, it does not fall back to it. A re-check
+    is the ``Provenance.recheck`` field, whatever its words; a run stored before the field said so in words."""
     import attrs
-
-    from maxkernel_core.session import RECHECK
 
     pm, agents, store, backend, task = parts
     session = RunSession(pm, store, task, RunConfig(task.id), backend)
@@ -127,7 +128,7 @@ def test_a_kernel_whose_recheck_failed_is_never_reported(parts):
     first = session.implement(session.plan())
     assert session.evaluate(first).ok
     again = attrs.evolve(first, id=f"{first.id}-confirm", parent_id=first.id,
-                         provenance=attrs.evolve(first.provenance, transformation=RECHECK))
+                         provenance=attrs.evolve(first.provenance, **marked))
     assert not session.evaluate(again).ok
     assert session.best() is None
     result = session.finish(best_id=first.id)

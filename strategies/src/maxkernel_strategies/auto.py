@@ -75,7 +75,7 @@ class Auto(Strategy):
     def autotune(self, session) -> None:
         limit = self.opts.autotune_points
         tried = {session_key(a.candidate.code) for a in session.history}
-        spent = sum(1 for a in session.history if a.candidate.provenance.transformation.startswith("autotune"))
+        spent = sum(1 for a in session.history if a.candidate.provenance.role == "autotune")
         while spent < limit and self._budget_left(session):
             best = session.best()
             if best is None:
@@ -98,7 +98,8 @@ class Auto(Strategy):
                 return session.finish()
             # a re-check (named RECHECK): counted apart from the budget, and a failed one rules the kernel out
             again = attrs.evolve(best.candidate, id=f"{best.candidate.id}-confirm", parent_id=best.candidate.id,
-                                 provenance=attrs.evolve(best.candidate.provenance, transformation=RECHECK))
+                                 provenance=attrs.evolve(best.candidate.provenance, transformation=RECHECK,
+                                                         recheck=True))
             verdict = session.evaluate(again)
             if verdict.ok:
                 return session.finish(best_id=best.candidate.id)
