@@ -23,6 +23,7 @@ from jax import export
 from . import jaxpr_wire, memory, proof, same_program
 from .errors import trim_error
 from .hlo_work import program_work
+from .job_records import CheckJob
 from .platform import Platform, load_platform
 from .program import interpreted
 from .work import work_stats
@@ -33,32 +34,32 @@ Emit = Callable[..., None]
 RETIRE = False
 
 
-def _read(job: dict[str, Any], blobs: list[np.ndarray]) -> tuple[dict[int, Any], Any]:
+def _read(job: CheckJob, blobs: list[np.ndarray]) -> tuple[dict[int, Any], Any]:
     """(the program per size, the second full-size trace), read with the judge's own classes."""
     programs, again = {}, None
-    for spec, blob in zip(job["programs"], blobs, strict=True):
+    for slot, blob in zip(job.programs, blobs, strict=True):
         closed = jaxpr_wire.loads(np.asarray(blob, dtype=np.uint8).tobytes())
-        if spec.get("again"):
+        if slot.again:
             again = closed
         else:
-            programs[int(spec["size"])] = closed
+            programs[slot.size] = closed
     return programs, again
 
 
-def _export(closed, size: int, job: dict[str, Any], platform: Platform, emit: Emit) -> export.Exported | None:
+def _export(closed, size: int, job: CheckJob, platform: Platform, emit: Emit) -> export.Exported | None:
     """The device program of one traced program, lowered here; None when the compiler refused it (said)."""
     try:
-        return export.deserialize(bytearray(platform.export(closed, job["target"])))
+        return export.deserialize(bytearray(platform.export(closed, job.target)))
     except Exception as exc:  # Mosaic or Triton refused the kernel while lowering: the compiler's verdict
         emit({"type": "check", "name": "compile", "ok": False, "size": size, "seconds": 0.0,
               "error": trim_error(exc, "candidate.py")})
         return None
 
 
-def run_check(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
-    n_blobs = len(job["programs"])
+def run_check(job: CheckJob, arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
+    n_blobs = len(job.programs)
     blobs, inputs = arrays[:n_blobs], arrays[n_blobs:]
-    platform = load_platform(job["platform"])
+    platform = load_platform(job.platform)
     stage("read the programs")
     try:
         programs, again = _read(job, blobs)
@@ -69,7 +70,7 @@ def run_check(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: 
         emit({"type": "refused", "why": why})
         return
     emit({"type": "traced_work", "work": work_stats(programs[0])})
-    _describe(programs[0], job["target"], platform, emit)
+    _describe(programs[0], job.target, platform, emit)
     stage("export")
     full = _export(programs[0], 0, job, platform, emit)
     if full is None:
@@ -77,10 +78,10 @@ def run_check(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: 
     stage("work accounting")
     work = program_work(full.mlir_module(), platform=platform)
     emit({"type": "work", "size": 0, "work": work})
-    if not proof.verdict(work, job["reference_work"][0])[0]:
+    if not proof.verdict(work, job.reference_work[0])[0]:
         return  # refused whatever compiles: the parent says why, and no compile is spent on it
     stage("compile")
-    emit({"type": "check", "name": "compile", **platform.compile_exported(full, job["target"])})
+    emit({"type": "check", "name": "compile", **platform.compile_exported(full, job.target)})
     # the full-size program as this process made it: what the chip runs is what was proven here
     emit({"type": "canonical", "size": 0}, [np.frombuffer(bytes(full.serialize()), dtype=np.uint8)])
     runners = {}
@@ -91,15 +92,15 @@ def run_check(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: 
             return
         device_work = program_work(device.mlir_module(), platform=platform)
         emit({"type": "work", "size": size, "work": device_work})
-        if not proof.verdict(device_work, job["reference_work"][size])[0]:
+        if not proof.verdict(device_work, job.reference_work[size])[0]:
             return
         runners[size] = interpreted(programs[size])
     memory.install()
     semantics = platform.semantic_interpreter()
     chip = None  # the first set of the first size: its kernels also under the chip's semantics, one by one
     if runners and semantics is not None:
-        chip = (min(runners), programs[min(runners)], semantics, job.get("atol", 0.0), job.get("rtol", 0.0))
-    _correctness(job["sets"], inputs, runners, chip, emit, stage)
+        chip = (min(runners), programs[min(runners)], semantics, job.atol, job.rtol)
+    _correctness(job.sets, inputs, runners, chip, emit, stage)
 
 
 def _describe(closed, target: str, platform: Platform, emit: Emit) -> None:
@@ -117,16 +118,16 @@ def _correctness(sets, inputs, runners, chip, emit: Emit, stage: Callable[[str],
     semantic interpreter and the task's tolerances, or None)."""
     at = 0
     for index, spec in enumerate(sets):
-        dyn = inputs[at:at + spec["n_inputs"]]
-        at += spec["n_inputs"]
+        dyn = inputs[at:at + spec.n_inputs]
+        at += spec.n_inputs
         stage(f"correctness, set {index}")
         try:
-            outputs = [np.asarray(x) for x in jax.tree_util.tree_leaves(runners[spec["size"]](*dyn))]
+            outputs = [np.asarray(x) for x in jax.tree_util.tree_leaves(runners[spec.size](*dyn))]
         except Exception as exc:
             emit({"type": "outputs", "index": index, "error": {"type": type(exc).__name__, "message": str(exc)[:1500],
                                                                "line": None}})
             return
-        if chip is not None and chip[0] == spec["size"]:
+        if chip is not None and chip[0] == spec.size:
             stage(f"correctness, set {index}: kernels under the chip's semantics")
             why = _semantic_difference(chip, dyn)
             chip = None

@@ -23,6 +23,7 @@ from attrs import field, frozen
 from ..sandbox.pool import WorkerPool
 from ..sandbox.records import JobOutcome
 from .compare import distance
+from .job_records import DeviceCheckJob, DeviceReferenceJob
 from .traces import keep_trace
 
 KEEP_PAYLOADS = 2
@@ -89,8 +90,7 @@ class ChipHolder:
     def _send(self, task, chip_key: str, restore: bool = False) -> JobOutcome:
         """Put a task's reference on the chip; ``restore``: again, for a check (not timed or judged again)."""
         n_inputs, arrays = self._payloads[chip_key]
-        job = {"kind": "device_reference", "platform": self.platform.spec, "key": chip_key, "n_inputs": n_inputs,
-               "restore": restore}
+        job = DeviceReferenceJob(platform=self.platform.spec, key=chip_key, n_inputs=n_inputs, restore=restore)
         return self.pool.run_device(job, arrays, timeout=self.timeout_s)
 
     def check(self, task, chip: ChipReference, program: np.ndarray,
@@ -115,8 +115,8 @@ class ChipHolder:
             return outcome, chip
 
     def _check(self, task, chip: ChipReference, program: np.ndarray) -> JobOutcome:
-        job = {"kind": "device_check", "platform": self.platform.spec, "key": chip.key, "atol": _scalar(task.atol),
-               "rtol": _scalar(task.rtol)}
+        job = DeviceCheckJob(platform=self.platform.spec, key=chip.key, atol=_scalar(task.atol),
+                             rtol=_scalar(task.rtol))
         return self.pool.run_device(job, [program])
 
 

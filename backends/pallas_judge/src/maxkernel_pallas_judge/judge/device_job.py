@@ -35,6 +35,7 @@ from attrs import frozen
 from jax import export
 
 from .errors import trim_error
+from .job_records import DeviceCheckJob, DeviceReferenceJob
 from .platform import load_platform
 
 Emit = Callable[..., None]
@@ -73,29 +74,29 @@ def _device_kind() -> str:
     return devices[0].device_kind if devices else ""
 
 
-def run_device_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit,
+def run_device_reference(job: DeviceReferenceJob, arrays: list[np.ndarray], emit: Emit,
                          stage: Callable[[str], None]) -> None:
-    platform = load_platform(job["platform"])
-    n = int(job["n_inputs"])
+    platform = load_platform(job.platform)
+    n = job.n_inputs
     _held.clear()  # one task's inputs on the chip at a time
     stage("reference inputs onto the chip")
     inputs = [jax.device_put(a) for a in arrays[:n]]
     xla, exact = jax.jit(_load(arrays[n]).call), jax.jit(_load(arrays[n + 1]).call)
-    if job.get("restore"):  # put back for a check: timed and judged when first held, sent back then
+    if job.restore:  # put back for a check: timed and judged when first held, sent back then
         stage("the reference's outputs on the chip")
         xla_out = _leaves(xla(*inputs))
-        _held[job["key"]] = Held(job["key"], inputs, xla, exact, xla_out)
-        emit({"type": "device_reference", "key": job["key"], "device_kind": _device_kind(), "restored": True})
+        _held[job.key] = Held(job.key, inputs, xla, exact, xla_out)
+        emit({"type": "device_reference", "key": job.key, "device_kind": _device_kind(), "restored": True})
         return
     stage("time the reference on the chip")
-    timing, _ = platform.time_on_device(xla, [inputs], trace_root=Path(job["scratch"]), stage=stage)
+    timing, _ = platform.time_on_device(xla, [inputs], trace_root=Path(job.scratch), stage=stage)
     stage("the reference's outputs on the chip")
     xla_out = _leaves(xla(*inputs))
     stage("the high-precision reference on the chip")
     exact_out = _host(_leaves(exact(*inputs)))
-    _held[job["key"]] = Held(job["key"], inputs, xla, exact, xla_out)
+    _held[job.key] = Held(job.key, inputs, xla, exact, xla_out)
     trace = np.frombuffer(timing.pop("trace"), dtype=np.uint8)
-    emit({"type": "device_reference", "key": job["key"], "device_kind": _device_kind(), "timing": timing,
+    emit({"type": "device_reference", "key": job.key, "device_kind": _device_kind(), "timing": timing,
           "n_outputs": len(xla_out)}, [trace, *_host(xla_out), *exact_out])
 
 
@@ -133,11 +134,11 @@ def _count_off(outputs: list[Any], first: list[Any], atol: float, rtol: float) -
     return int(sum(int(_differs(o, f, atol, rtol)) for o, f in zip(outputs, first, strict=True)))
 
 
-def run_device_check(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
-    platform = load_platform(job["platform"])
-    held = _held.get(job["key"])
+def run_device_check(job: DeviceCheckJob, arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
+    platform = load_platform(job.platform)
+    held = _held.get(job.key)
     if held is None:
-        emit({"type": "need_reference", "key": job["key"]})
+        emit({"type": "need_reference", "key": job.key})
         return
     stage("the full-size program on the chip")
     try:
@@ -156,12 +157,12 @@ def run_device_check(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, 
          [*(a for outs in first for a in _host(outs)), *beside])
     stage("timing on the chip")
     try:
-        timing, kept = platform.time_on_device(program, sets, trace_root=Path(job["scratch"]), stage=stage)
+        timing, kept = platform.time_on_device(program, sets, trace_root=Path(job.scratch), stage=stage)
     except Exception as exc:
         emit({"type": "timing", "ok": False, "error": trim_error(exc, "candidate.py")})
         return
     stage("timed calls against the first")
-    off = [_count_off(_leaves(out), first[which], job["atol"], job["rtol"]) for which, out in kept]
+    off = [_count_off(_leaves(out), first[which], job.atol, job.rtol) for which, out in kept]
     trace = np.frombuffer(timing.pop("trace"), dtype=np.uint8)
     emit({"type": "timing", "ok": True, "device_kind": _device_kind(), "calls_checked": len(off),
           "calls_differ": sum(1 for n in off if n != 0), **timing}, [trace])

@@ -42,6 +42,7 @@ from ..sandbox.pool import WorkerPool
 from ..sandbox.records import JobOutcome, Limits
 from .platform import Platform, load_platform
 from .chip_host import ChipHolder, ChipReference
+from .job_records import CheckJob, ProgramSlot, ReferenceJob, SetSlot, TraceJob
 from .verdict import Verdict, crash_reason
 
 #: A task without its own small size is checked on CPU at full size while one input set (every input of one
@@ -165,10 +166,10 @@ class Evaluator:
                 return self._references[key]
         size = "small" if "small" in task.sizes else "full"
         measure, chip_note = self.measures(target)
-        job = {"kind": "reference", "platform": self.platform.spec, "task": task.metadata, "fresh": self.fresh_inputs,
-               "size": size, "target": target, "max_full_input_bytes": FULL_SIZE_CPU_INPUT_BYTES, "device": measure,
-               "compile_timeout_s": self.reference_compile_timeout_s, "atol": task.atol, "rtol": task.rtol,
-               "small_set_bytes": FULL_SIZE_CPU_INPUT_BYTES if gentler else None}
+        job = ReferenceJob(platform=self.platform.spec, task=task.metadata, fresh=self.fresh_inputs, size=size,
+                           target=target, max_full_input_bytes=FULL_SIZE_CPU_INPUT_BYTES, device=measure,
+                           compile_timeout_s=self.reference_compile_timeout_s, atol=task.atol, rtol=task.rtol,
+                           small_set_bytes=FULL_SIZE_CPU_INPUT_BYTES if gentler else None)
         self.pool.warm_up()  # candidate workers warm while the reference runs
         outcome = self.pool.run_trusted(job, timeout=self.reference_timeout_s)
         head = outcome.last("reference")
@@ -242,9 +243,9 @@ class Evaluator:
         return attrs.evolve(second, reason=reason, details=details)
 
     def _judge(self, task: Task, candidate: Candidate, target: str, ref: ReferenceData) -> Evaluation:
-        job = {"kind": "trace", "platform": self.platform.spec, "target": target, "full_shapes": ref.full_shapes, "static_full": ref.static_full,
-               "check_sizes": ref.check_sizes, "entry": task.metadata.get("entry", "computation"),
-               "wrap": task.metadata.get("wrap", "")}
+        job = TraceJob(platform=self.platform.spec, target=target, full_shapes=ref.full_shapes,
+                       static_full=ref.static_full, check_sizes=ref.check_sizes,
+                       entry=task.metadata.get("entry", "computation"), wrap=task.metadata.get("wrap", ""))
         traced = self.pool.run_untrusted(job, [], files={"candidate.py": candidate.code})
         return Verdict(self, task, candidate, target, ref).judge(traced)
 
@@ -253,9 +254,9 @@ class Evaluator:
         tracer sandbox (no export, no compile); None when the trace does not describe them (the full
         evaluation will say why)."""
         ref = self.reference(task, target)
-        job = {"kind": "trace", "platform": self.platform.spec, "target": target, "full_shapes": ref.full_shapes,
-               "static_full": ref.static_full, "check_sizes": [], "describe_only": True, "entry": task.metadata.get("entry", "computation"),
-               "wrap": task.metadata.get("wrap", "")}
+        job = TraceJob(platform=self.platform.spec, target=target, full_shapes=ref.full_shapes,
+                       static_full=ref.static_full, check_sizes=[], describe_only=True,
+                       entry=task.metadata.get("entry", "computation"), wrap=task.metadata.get("wrap", ""))
         traced = self.pool.run_untrusted(job, [], files={"candidate.py": candidate.code})
         described = traced.last("kernels")
         if traced.status != "done" or described is None or "error" in described[0] or not described[0]["kernels"]:
@@ -273,10 +274,10 @@ class Evaluator:
     def check(self, task: Task, target: str, ref: ReferenceData, traced: JobOutcome) -> JobOutcome:
         """Run the checker on the programs a tracer traced (their jaxprs), with the reference's input sets."""
         programs = sorted(traced.all("jaxpr"), key=lambda m: (bool(m[0].get("again")), m[0]["size"]))
-        job = {"kind": "check", "platform": self.platform.spec, "target": target,
-               "programs": [{"size": h["size"], "again": bool(h.get("again"))} for h, _ in programs],
-               "sets": [{"n_inputs": s["n_inputs"], "size": s["size"]} for s in ref.sets],
-               "reference_work": ref.program_work, "atol": task.atol, "rtol": task.rtol}
+        job = CheckJob(platform=self.platform.spec, target=target,
+                       programs=[ProgramSlot(size=int(h["size"]), again=bool(h.get("again"))) for h, _ in programs],
+                       sets=[SetSlot(n_inputs=s["n_inputs"], size=s["size"]) for s in ref.sets],
+                       reference_work=ref.program_work, atol=task.atol, rtol=task.rtol)
         arrays = [payload[0] for _, payload in programs] + [a for set_inputs in ref.inputs for a in set_inputs]
         return self.pool.run_checker(job, arrays)
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import inputs as task_inputs
 from .hlo_work import program_work
+from .job_records import ReferenceJob
 from .platform import Platform, load_platform
 from .task_module import load_task_module
 from .work import work_stats
@@ -79,15 +80,15 @@ def _check_inputs(module, meta, job, shapes, out_avals) -> tuple[list[dict[str, 
     from .small_size import SMALL_SET_BYTES, derive, set_bytes
 
     full_bytes = set_bytes(shapes) + set_bytes(out_avals)
-    if job["size"] != "full" or full_bytes <= job["max_full_input_bytes"]:
-        at = "at the task's small size" if job["size"] == "small" else "at full size"
-        return task_inputs.input_sets(module, meta, fresh=int(job["fresh"]), size=job["size"]), module, at
-    small, how = derive(meta, full_bytes, int(job.get("small_set_bytes") or SMALL_SET_BYTES))
+    if job.size != "full" or full_bytes <= job.max_full_input_bytes:
+        at = "at the task's small size" if job.size == "small" else "at full size"
+        return task_inputs.input_sets(module, meta, fresh=job.fresh, size=job.size), module, at
+    small, how = derive(meta, full_bytes, job.small_set_bytes or SMALL_SET_BYTES)
     too_big = (f"the task has no small size and one full-size call's inputs and outputs ({full_bytes / 2**20:.0f} "
-               f"MiB) are over the {job['max_full_input_bytes'] / 2**20:.0f} MiB a CPU correctness run takes")
+               f"MiB) are over the {job.max_full_input_bytes / 2**20:.0f} MiB a CPU correctness run takes")
     if small is None:
         return [], module, f"{too_big}, and no small size could be derived: {how}"
-    return task_inputs.input_sets(small, meta, fresh=int(job["fresh"]), size="full"), small, f"at {how}"
+    return task_inputs.input_sets(small, meta, fresh=job.fresh, size="full"), small, f"at {how}"
 
 
 def check_translation(module, sets: list[dict[str, Any]], expected: list[list[np.ndarray]], atol, rtol) -> None:
@@ -105,9 +106,9 @@ def check_translation(module, sets: list[dict[str, Any]], expected: list[list[np
                          f"{why or 'a different number of outputs'}")
 
 
-def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
-    meta = job["task"]
-    platform = load_platform(job["platform"])
+def run_reference(job: ReferenceJob, arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
+    meta = job.task
+    platform = load_platform(job.platform)
     stage("import reference")
     module = load_task_module(meta, "maxkernel_reference_task")
     fn = getattr(module, meta["entry"])
@@ -129,25 +130,25 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
             expected.append(_flat(jax.jit(lambda *d, _s=s["static"]: check_fn(*d, *_s))(*s["dynamic"])))
     if meta.get("wrap") == "pytorch":
         stage("the torchax translation against PyTorch")
-        check_translation(check_module, sets, expected, job.get("atol", 0.0), job.get("rtol", 0.0))
+        check_translation(check_module, sets, expected, job.atol, job.rtol)
     stage("the precision the reference needs")
-    precision = platform.reference_precision(check_fn, sets, expected, job.get("atol", 0.0), job.get("rtol", 0.0))
+    precision = platform.reference_precision(check_fn, sets, expected, job.atol, job.rtol)
     stage("compile reference for the target")
     # XLA's program as a user's jax.jit runs it, at the default matmul precision: the program the chip measures
     # (an f32 matmul in one bf16 pass there, 190 TFLOP/s on the lent v5e). Charging it the precision the task's
     # tolerance needs (three passes) called a kernel measured at 0.82x XLA "2.20x faster".
-    xla = platform.compile_reference(lambda *d: fn(*d, *static_full), shapes, job["target"], meta["module"],
-                                     timeout_s=job.get("compile_timeout_s"), precision="default")
-    xla["chip"] = platform.chip(job["target"])  # past the time limit above, the compile's figures are given up
+    xla = platform.compile_reference(lambda *d: fn(*d, *static_full), shapes, job.target, meta["module"],
+                                     timeout_s=job.compile_timeout_s, precision="default")
+    xla["chip"] = platform.chip(job.target)  # past the time limit above, the compile's figures are given up
     xla["precision"] = {**precision, "estimated_at": "default"}
     stage("reference work, as the checker counts it")
     sizes, set_sizes = check_sizes(sets)
     owns = meta.get("kernel_owns", "")
-    works = [program_work_of(traced_full, job["target"], platform, owns)]
+    works = [program_work_of(traced_full, job.target, platform, owns)]
     for spec in sizes:
         small = [jax.ShapeDtypeStruct(tuple(a["shape"]), a["dtype"]) for a in spec["shapes"]]
         traced = _trace(check_fn, small, task_inputs.decode_static(spec["static"]))
-        works.append(program_work_of(traced, job["target"], platform, owns))
+        works.append(program_work_of(traced, job.target, platform, owns))
     emit({
         "type": "reference",
         "full_shapes": [{"shape": list(s.shape), "dtype": s.dtype.name} for s in shapes],
@@ -170,8 +171,8 @@ def run_reference(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, sta
         wide = _wide_outputs(check_fn, s, outputs)
         emit({"type": "reference_set", "index": i, "how": s["how"], "static": task_inputs.encode_static(s["static"]),
               "n_inputs": len(dyn), "n_outputs": len(outputs), "size": set_sizes[i]}, dyn + outputs + wide)
-    if job.get("device"):
-        _device_payload(fn, module, meta, shapes, static_full, job["target"], platform, emit, stage)
+    if job.device:
+        _device_payload(fn, module, meta, shapes, static_full, job.target, platform, emit, stage)
 
 
 def widened(fn, shapes, static) -> Callable[..., list[Any]]:

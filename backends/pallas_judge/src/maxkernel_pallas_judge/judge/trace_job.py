@@ -29,6 +29,7 @@ import numpy as np
 
 from . import inputs as task_inputs
 from . import tripwire
+from .job_records import TraceJob
 from .platform import Platform, load_platform
 from .work import work_stats
 
@@ -152,15 +153,15 @@ def _watchers() -> list[tuple[Callable, Any]]:
     return [(f, f.__code__) for f in funcs]
 
 
-def run_trace(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
-    source = str(Path(job["scratch"]) / "candidate.py")
-    platform = load_platform(job["platform"])  # trusted: imported before the candidate is
+def run_trace(job: TraceJob, arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
+    source = str(Path(job.scratch) / "candidate.py")
+    platform = load_platform(job.platform)  # trusted: imported before the candidate is
     tripwire.watch(platform.watched)
     before = tripwire.snapshot()
     watchers = _watchers()  # compared here, in this running frame, whose own code cannot be swapped
     threads_before = {t.ident for t in threading.enumerate()}
     stage("import")
-    fn = _load(source, emit, job.get("entry", "computation"), job.get("wrap", ""))
+    fn = _load(source, emit, job.entry, job.wrap)
     if fn is None:
         return
     swapped = [f"{f.__module__}.{f.__qualname__}" for f, code in watchers if f.__code__ is not code]
@@ -168,8 +169,8 @@ def run_trace(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: 
     emit({"type": "check", "name": "integrity", "ok": not patched, "patched": patched, "when": "import"})
     if patched:
         return
-    sizes = [{"shapes": job["full_shapes"], "static": job["static_full"]}, *job["check_sizes"]]
-    if job.get("describe_only"):  # a fit check: the full size's kernels are all it needs
+    sizes = [{"shapes": job.full_shapes, "static": job.static_full}, *job.check_sizes]
+    if job.describe_only:  # a fit check: the full size's kernels are all it needs
         sizes = sizes[:1]
     traced = _trace_sizes(fn, sizes, job, platform, source, emit, stage)
     if traced is None:
@@ -181,8 +182,8 @@ def run_trace(job: dict[str, Any], arrays: list[np.ndarray], emit: Emit, stage: 
     emit({"type": "check", "name": "trace", "ok": True, "work": stats, "leftovers": left, "patched": patched})
     if left or patched:
         return
-    if job.get("describe_only"):
-        _describe_for_cost_model(traced[0], job["target"], platform, emit)
+    if job.describe_only:
+        _describe_for_cost_model(traced[0], job.target, platform, emit)
         return
     if stats["pallas_calls"] == 0 or stats["callbacks"]:
         return  # the parent rejects it; sending it on would only waste time
@@ -193,12 +194,12 @@ def _trace_sizes(fn, sizes, job, platform: Platform, source: str, emit: Emit, st
     """The program at every size, and at the full size once more, last: the checker holds the two full-size
     traces against each other (a module that answers its first trace otherwise than its later ones)."""
     traced = []
-    again = [] if job.get("describe_only") else [sizes[0]]
+    again = [] if job.describe_only else [sizes[0]]
     for index, spec in enumerate([*sizes, *again]):
         stage("trace" if index == 0 else "trace at full size again" if index == len(sizes) else
               f"trace, check size {index}")
         try:
-            traced.append(_trace(fn, *_abstract(spec), job["target"], platform))
+            traced.append(_trace(fn, *_abstract(spec), job.target, platform))
         except BaseException as exc:
             failed = {"type": "check", "name": "trace", "ok": False, "size": index % len(sizes),
                       "error": error_record(exc, source)}

@@ -41,7 +41,7 @@ import atexit
 import logging
 import sys
 import threading
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -55,12 +55,22 @@ _warned = threading.Event()
 log = logging.getLogger("maxkernel_pallas_judge.jobs")
 
 
-def _logged(job: dict[str, Any], outcome: JobOutcome) -> JobOutcome:
-    task = job.get("task")
+class Job(Protocol):
+    """What the pool asks of a job (``judge/job_records.py`` has the kinds): its kind, its message header, and
+    itself with the scratch folder of the worker that takes it."""
+
+    KIND: ClassVar[str]
+
+    def header(self) -> dict[str, Any]: ...
+    def with_scratch(self, scratch: str) -> Job: ...
+
+
+def _logged(job: Job, outcome: JobOutcome) -> JobOutcome:
+    task = getattr(job, "task", None)
     name = task.get("module", "") if isinstance(task, dict) else ""
     marks = [*outcome.stages, ("end", outcome.wall_s)]
     split = ", ".join(f"{stage} {end - at:.1f}" for (stage, at), (_, end) in zip(marks, marks[1:], strict=False))
-    log.info("%s %.1f s %s %s [%s]", job.get("kind", "?"), outcome.wall_s, outcome.status, name, split)
+    log.info("%s %.1f s %s %s [%s]", job.KIND, outcome.wall_s, outcome.status, name, split)
     return outcome
 
 
@@ -102,22 +112,22 @@ class WorkerPool:
             while len(self._spares) < self.spares_wanted and not self._closed:
                 self._spares.append(Worker(self.limits, on_device=False))
 
-    def run_untrusted(self, job: dict[str, Any], arrays: list[np.ndarray] = (), timeout: float | None = None,
+    def run_untrusted(self, job: Job, arrays: list[np.ndarray] = (), timeout: float | None = None,
                       files: dict[str, str] | None = None) -> JobOutcome:
         """Run one job in a fresh worker, then destroy the worker and its scratch folder."""
         worker = self._take_spare()
         try:
             for name, text in (files or {}).items():
                 (worker.scratch / name).write_text(text)
-            job = {**job, "scratch": str(worker.scratch)}
-            outcome = worker.run(job, list(arrays), timeout or self.limits.timeout_s)
+            outcome = worker.run(job.with_scratch(str(worker.scratch)).header(), list(arrays),
+                                 timeout or self.limits.timeout_s)
             outcome.sandbox = worker.sandbox
             return _logged(job, outcome)
         finally:
             worker.close()
             self.warm_up()  # replace it only now: a spare warming during a job slows the job
 
-    def run_checker(self, job: dict[str, Any], arrays: list[np.ndarray] = (), timeout: float | None = None,
+    def run_checker(self, job: Job, arrays: list[np.ndarray] = (), timeout: float | None = None,
                     ro_paths: list[str] = ()) -> JobOutcome:
         """Run a check of an exported program in a sandboxed worker that never imports candidate code.
 
@@ -128,7 +138,8 @@ class WorkerPool:
             worker = self._checkers.pop() if self._checkers and not ro_paths else None
         if worker is None or worker.proc.poll() is not None:
             worker = Worker(self.limits, ro_paths=tuple(ro_paths))
-        outcome = worker.run({**job, "scratch": str(worker.scratch)}, list(arrays), timeout or self.limits.timeout_s)
+        outcome = worker.run(job.with_scratch(str(worker.scratch)).header(), list(arrays),
+                             timeout or self.limits.timeout_s)
         outcome.sandbox = worker.sandbox
         done = outcome.last("done")
         with self._lock:  # a checker that said it retires is exiting: kept, the next job would find it gone
@@ -140,7 +151,7 @@ class WorkerPool:
             worker.close()
         return _logged(job, outcome)
 
-    def run_device(self, job: dict[str, Any], arrays: list[np.ndarray] = (), timeout: float | None = None) -> JobOutcome:
+    def run_device(self, job: Job, arrays: list[np.ndarray] = (), timeout: float | None = None) -> JobOutcome:
         """Run a job on the chip in the one device worker, kept across jobs; jobs wait for it in turn.
 
         A worker that crashed or timed out is replaced by a fresh one (whatever it held is gone: a job that
@@ -156,7 +167,8 @@ class WorkerPool:
                     if worker is not None:
                         worker.close()
                     self._device = worker = Worker(self.limits, on_device=True)
-            outcome = worker.run({**job, "scratch": str(worker.scratch)}, list(arrays), timeout or self.limits.timeout_s)
+            outcome = worker.run(job.with_scratch(str(worker.scratch)).header(), list(arrays),
+                                 timeout or self.limits.timeout_s)
             outcome.sandbox = worker.sandbox
             if outcome.status != "done" or worker.jobs >= DEVICE_JOBS:
                 with self._lock:
@@ -164,7 +176,7 @@ class WorkerPool:
                     self._device = None
             return _logged(job, outcome)
 
-    def run_trusted(self, job: dict[str, Any], arrays: list[np.ndarray] = (), timeout: float | None = None) -> JobOutcome:
+    def run_trusted(self, job: Job, arrays: list[np.ndarray] = (), timeout: float | None = None) -> JobOutcome:
         """Run task-owned code (the reference) in a worker of its own, closed after the job.
 
         A reference job is done once per task and target (its result is cached), so a fresh process costs
@@ -177,7 +189,8 @@ class WorkerPool:
                 worker = Worker(self.limits, sandboxed=False)
                 self._trusted.append(worker)
             try:
-                outcome = worker.run({**job, "scratch": str(worker.scratch)}, list(arrays), timeout or self.limits.timeout_s)
+                outcome = worker.run(job.with_scratch(str(worker.scratch)).header(), list(arrays),
+                                     timeout or self.limits.timeout_s)
                 return _logged(job, outcome)
             finally:
                 with self._lock:

@@ -94,7 +94,7 @@ def main(argv: list[str]) -> None:
     import jax  # noqa: F401  the warm-up: everything a job needs, imported once
     from jax.experimental import pallas  # noqa: F401
 
-    from ..judge import check_job, device_job, jobs, trace_job
+    from ..judge import check_job, device_job, job_records, jobs, trace_job
     from ..judge.platform import load_platform
 
     load_platform(platform_spec).warm_up()
@@ -108,16 +108,17 @@ def main(argv: list[str]) -> None:
         set_idle_priority(False)
         kind = header.get("kind")
         try:
-            if kind == "reference":
-                jobs.run_reference(header, arrays, emit, stage)
-            elif kind == "trace":
-                trace_job.run_trace(header, arrays, emit, stage)
-            elif kind == "check":
-                check_job.run_check(header, arrays, emit, stage)
-            elif kind in device_job.JOBS:  # the device worker's: exported programs on the chip
-                device_job.JOBS[kind](header, arrays, emit, stage)
-            else:
-                emit({"type": "error", "message": f"unknown job kind {kind!r}"})
+            job = job_records.decode(header)
+            if isinstance(job, job_records.ReferenceJob):
+                jobs.run_reference(job, arrays, emit, stage)
+            elif isinstance(job, job_records.TraceJob):
+                trace_job.run_trace(job, arrays, emit, stage)
+            elif isinstance(job, job_records.CheckJob):
+                check_job.run_check(job, arrays, emit, stage)
+            else:  # the device worker's: exported programs on the chip
+                device_job.JOBS[job.KIND](job, arrays, emit, stage)
+        except job_records.JobError as exc:
+            emit({"type": "error", "message": str(exc)})
         except MemoryError:
             emit({"type": "error", "kind": "memory", "message": f"ran out of memory (limit {memory_mb} MiB beyond the warmed-up runtime)"})
         except BaseException as exc:  # report, then let the parent decide; SystemExit included
