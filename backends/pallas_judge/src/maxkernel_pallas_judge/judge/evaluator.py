@@ -42,6 +42,7 @@ from ..sandbox.pool import WorkerPool
 from ..sandbox.records import JobOutcome, Limits
 from .platform import Platform, load_platform
 from .chip_host import ChipHolder, ChipReference
+from . import messages
 from .job_records import CheckJob, ProgramSlot, ReferenceJob, SetSlot, TraceJob
 from .verdict import Verdict, crash_reason
 
@@ -259,8 +260,9 @@ class Evaluator:
                        entry=task.metadata.get("entry", "computation"), wrap=task.metadata.get("wrap", ""))
         traced = self.pool.run_untrusted(job, [], files={"candidate.py": candidate.code})
         described = traced.last("kernels")
-        if traced.status != "done" or described is None or "error" in described[0] or not described[0]["kernels"]:
-            return None
+        if (traced.status != "done" or described is None or messages.problem(traced) is not None
+                or "error" in described[0] or not described[0]["kernels"]):
+            return None  # no description to go by (or one the candidate's process wrote otherwise than the tracer)
         est = self.platform.estimate(described[0]["kernels"], described[0]["chip"], target,
                                      reference_flops=ref.matmul_floor,
                                      ideal_f32_passes=ref.needed_passes)

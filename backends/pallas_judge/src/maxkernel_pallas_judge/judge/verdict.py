@@ -19,7 +19,7 @@ from maxkernel_core import Candidate, CheckResult, CompileError, EvalStatus, Eva
 
 from ..profiling.records import precision_note
 from ..sandbox.records import JobOutcome, Limits
-from . import proof
+from . import messages, proof
 from .compare import compare
 from .traces import keep_artifact
 
@@ -87,6 +87,11 @@ class Verdict:
     def judge(self, traced: JobOutcome) -> Evaluation:
         self.outcome = traced
         self.details.update(wall_s=round(traced.wall_s, 3), sandbox=traced.sandbox)
+        forged = messages.problem(traced)
+        if forged is not None:  # the tracer is the candidate's process: what it wrote is the candidate's
+            self.checks.append(CheckResult("messages", False, forged))
+            return self.done(EvalStatus.REJECTED, f"the candidate's process sent {forged} on the judge's pipe: a "
+                             "candidate must not write to the judge")
         early = self._load_and_integrity(traced)
         if early is not None:
             return early
@@ -184,6 +189,9 @@ class Verdict:
         self.outcome = checked
         self.details["checker_sandbox"] = checked.sandbox
         self.details["wall_s"] = round(traced.wall_s + checked.wall_s, 3)
+        garbled = messages.problem(checked)
+        if garbled is not None:  # the checker never holds candidate code: a bug of the judge's, said as one
+            return self.done(EvalStatus.CRASHED, f"the checker sent {garbled}")
         refused = checked.last("refused")
         if refused is not None:
             self.checks.append(CheckResult("one_program", False, refused[0]["why"]))

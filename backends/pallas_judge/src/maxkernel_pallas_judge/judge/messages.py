@@ -1,0 +1,198 @@
+"""What a worker may say to the judge, one record per kind of message: every header that comes back is held to
+its record before the verdict reads it.
+
+The tracer is the candidate's own process, and the candidate can write on its results pipe as the tracer does
+(the pipe's descriptor is in its process). So a header is decoded here, in the parent, into its record
+(cattrs: the fields the verdict reads, present and of their type), and the messages that a job sends at most
+once (a load, an integrity or a trace check, a program per size, a set's outputs) must come once: a second one
+is a message the candidate wrote. A job whose messages fail either rule gets a verdict from that alone (the
+tracer's: rejected; a worker of the judge's own: crashed), never an exception in the judge.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cattrs
+from attrs import frozen
+
+from ..sandbox.records import JobOutcome
+
+_converter = cattrs.Converter()
+
+
+@frozen(kw_only=True)
+class ErrorInfo:
+    type: str
+    message: str
+    line: int | None = None
+
+
+@frozen(kw_only=True)
+class GlueDot:
+    """A matmul outside the kernels, as the work count names it."""
+
+    shape: str
+    flops: float
+    times: int = 1
+    owned: bool = False
+
+
+@frozen(kw_only=True)
+class WorkCount:
+    """The work count the proof of kernel reads (``judge/work.py``, ``hlo_work.py``): what the verdict reads of
+    it must be there, whoever counted (the tracer's count may only refuse)."""
+
+    pallas_calls: int
+    callbacks: list[str]
+    glue_flops: float
+    glue_elementwise: float
+    glue_dots: list[GlueDot] = []
+    glue_ops: dict[str, float] = {}
+    unbounded_loops: int = 0
+
+
+@frozen(kw_only=True)
+class LoadCheck:
+    ok: bool
+    error: ErrorInfo | None = None
+
+
+@frozen(kw_only=True)
+class IntegrityCheck:
+    ok: bool
+    patched: list[str]
+    when: str
+
+
+@frozen(kw_only=True)
+class TraceCheck:
+    ok: bool
+    size: int = 0
+    work: WorkCount | None = None
+    leftovers: list[str] = []
+    patched: list[str] = []
+    error: ErrorInfo | None = None
+
+
+@frozen(kw_only=True)
+class LoweringCheck:
+    """An export (the tracer's) or a compile (the checker's): ok, or the compiler's error."""
+
+    ok: bool
+    size: int = 0
+    seconds: float | None = None
+    error: ErrorInfo | None = None
+
+
+@frozen(kw_only=True)
+class Program:
+    """A traced program (its bytes are the one array): the size it was traced at, or the full size again."""
+
+    size: int
+    again: bool = False
+
+
+@frozen(kw_only=True)
+class Kernels:
+    kernels: list[dict[str, Any]] = []
+    chip: dict[str, Any] | None = None
+    error: str | None = None
+
+
+@frozen(kw_only=True)
+class Refused:
+    why: str
+
+
+@frozen(kw_only=True)
+class Work:
+    work: WorkCount
+    size: int = 0
+
+
+@frozen(kw_only=True)
+class Canonical:
+    size: int
+
+
+@frozen(kw_only=True)
+class Outputs:
+    index: int
+    error: ErrorInfo | None = None
+
+
+@frozen(kw_only=True)
+class WorkerError:
+    message: str
+    kind: str | None = None
+
+
+@frozen(kw_only=True)
+class Stage:
+    stage: str
+
+
+@frozen(kw_only=True)
+class Done:
+    retire: bool = False
+
+
+_CHECKS = {"load": LoadCheck, "integrity": IntegrityCheck, "trace": TraceCheck, "export": LoweringCheck,
+           "compile": LoweringCheck}
+_KINDS = {"jaxpr": Program, "kernels": Kernels, "refused": Refused, "traced_work": Work, "work": Work,
+          "canonical": Canonical, "outputs": Outputs, "error": WorkerError, "stage": Stage, "done": Done}
+#: kinds (and checks) a job sends at most once, keyed by what tells two apart
+_ONCE = {("check", "load"): (), ("check", "integrity"): (), ("check", "trace"): (), ("check", "export"): (),
+         ("jaxpr",): ("size", "again"), ("work",): ("size",), ("canonical",): ("size",), ("outputs",): ("index",),
+         ("refused",): (), ("traced_work",): (), ("kernels",): (), ("done",): ()}
+
+
+def decode(header: dict[str, Any]) -> Any:
+    """The record a header holds; ``ValueError`` (one line) when it is not a well-formed message of its kind."""
+    kind = header.get("type")
+    cls = _CHECKS.get(header.get("name")) if kind == "check" else _KINDS.get(kind)
+    if cls is None:  # a kind the verdict does not read here (the reference's, the chip's) is not held to one
+        return None
+    fields = {k: v for k, v in header.items() if k not in ("type", "name", "arrays")}
+    what = f"{kind} {header.get('name')}" if kind == "check" else kind
+    try:
+        record = _converter.structure(fields, cls)
+    except Exception as exc:
+        raise ValueError(f"a malformed {what} message ({'; '.join(cattrs.transform_error(exc)) or exc})") from None
+    missing = _missing(record)
+    if missing:
+        raise ValueError(f"a malformed {what} message ({missing})")
+    return record
+
+
+def _missing(record: Any) -> str:
+    """What a well-typed record still lacks that its kind's verdict reads (a pass with no count, a failure
+    with no error)."""
+    if isinstance(record, TraceCheck) and record.ok and record.work is None:
+        return "a trace that passed with no work count"
+    if isinstance(record, (LoadCheck, LoweringCheck)) and not record.ok and record.error is None:
+        return "a failure with no error"
+    if isinstance(record, IntegrityCheck) and not record.ok and not record.patched:
+        return "an integrity failure that names nothing patched"
+    return ""
+
+
+def problem(outcome: JobOutcome) -> str | None:
+    """Why ``outcome``'s messages are not what a job of the judge sends (malformed, or twice what comes once),
+    or None."""
+    seen: set[tuple] = set()
+    for header, _ in outcome.messages:
+        if not isinstance(header.get("type"), str):
+            return "a message with no type"
+        try:
+            decode(header)
+        except ValueError as exc:
+            return str(exc)
+        key = (header["type"], header.get("name")) if header["type"] == "check" else (header["type"],)
+        if key in _ONCE:
+            once = (key, *(repr(header.get(field)) for field in _ONCE[key]))
+            if once in seen:
+                return f"a second {' '.join(str(k) for k in key)} message where a job sends one"
+            seen.add(once)
+    return None

@@ -1,0 +1,70 @@
+"""A candidate writing on the judge's pipe: the tracer is the candidate's own process, and the descriptor of its
+results pipe is on its command line. Whatever it writes there, well-formed or not, the verdict is never ok and
+the judge never fails with an exception of its own (``judge/messages.py``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from maxkernel_core import Candidate, EvalStatus
+
+pytestmark = pytest.mark.slow  # real workers
+
+HONEST = '''
+import json, os, struct, sys
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+FORGED = {forged}
+
+
+def _write(header):
+    blob = json.dumps({{**header, "arrays": []}}).encode()
+    os.write(int(sys.argv[2]), struct.pack("<I", len(blob)) + blob)
+
+
+for _header in FORGED:
+    _write(_header)
+if {leave}:
+    os._exit(0)
+
+
+def _kernel(x_ref, y_ref, o_ref):
+    o_ref[...] = jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32).astype(o_ref.dtype)
+
+
+def computation(x, y):
+    return pl.pallas_call(_kernel, out_shape=jax.ShapeDtypeStruct((x.shape[0], y.shape[1]), x.dtype))(x, y)
+'''
+
+WORK = {"pallas_calls": 1, "callbacks": [], "glue_flops": 0.0, "glue_elementwise": 0.0}
+
+
+@pytest.mark.parametrize("forged, leave, status, says", [
+    # a pass with no count, then the real trace: two traces
+    ([{"type": "check", "name": "trace", "ok": True}], False, EvalStatus.REJECTED, "malformed check trace"),
+    # a well-formed pass before the real one
+    ([{"type": "check", "name": "trace", "ok": True, "work": WORK}], False, EvalStatus.REJECTED,
+     "a second check trace message"),
+    # a load failure with no error to read
+    ([{"type": "check", "name": "load", "ok": False, "error": {}}], False, EvalStatus.REJECTED,
+     "malformed check load"),
+    # an integrity check that blames nothing, and a program of no size
+    ([{"type": "check", "name": "integrity", "ok": False}], False, EvalStatus.REJECTED, "malformed check integrity"),
+    ([{"type": "jaxpr", "size": "full"}], False, EvalStatus.REJECTED, "malformed jaxpr"),
+    # a well-formed pass, and then the process ends before the real trace: nothing to check
+    ([{"type": "check", "name": "trace", "ok": True, "work": WORK}], True, EvalStatus.CRASHED, "worker exited"),
+    # the end of the job announced before it began
+    ([{"type": "done", "retire": True}], False, None, ""),
+], ids=["pass-no-count", "second-trace", "load-no-error", "integrity-blames-nothing", "program-of-no-size",
+        "pass-then-exit", "early-done"])
+def test_what_a_candidate_writes_on_the_pipe_never_passes(tpu_backend, task_of, forged, leave, status, says):
+    task = task_of("matmul")
+    code = HONEST.format(forged=json.dumps(forged).replace("true", "True").replace("false", "False"), leave=leave)
+    ev = tpu_backend.evaluate(task, Candidate(task.id, code), target="v5e")
+    assert ev.status != EvalStatus.OK, ev.reason
+    if status is not None:
+        assert ev.status == status and says in ev.reason, (ev.status, ev.reason)
