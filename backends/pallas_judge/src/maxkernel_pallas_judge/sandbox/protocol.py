@@ -67,14 +67,7 @@ def send(stream: BinaryIO, header: dict[str, Any], arrays: list[np.ndarray] = ()
 
 
 def _read_exact(stream: BinaryIO, n: int) -> bytes:
-    chunks, remaining = [], n
-    while remaining:
-        chunk = stream.read(remaining)
-        if not chunk:
-            raise EOFError
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
+    return _read_array(stream, n).tobytes()
 
 
 def recv(stream: BinaryIO, max_bytes: int = MAX_MESSAGE) -> tuple[dict[str, Any], list[np.ndarray]]:
