@@ -13,6 +13,7 @@ from maxkernel_core import EvalStatus
 
 from maxkernel_synthesis.analysis import analyse
 from maxkernel_synthesis.ir import trace_reference
+from maxkernel_tpu_offline.staged.template import last_resort
 
 from .test_synthesizer import offline_session
 
@@ -62,7 +63,7 @@ def _analysis(folder: Path):
     spec.loader.exec_module(module)
     args, static = module.get_inputs()
     shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args]
-    return analyse(trace_reference(module.computation, shapes, static))
+    return analyse(trace_reference(module.computation, shapes, static), last_resort)  # the TPU's, as it synthesizes
 
 
 @settings(max_examples=12, deadline=None)
