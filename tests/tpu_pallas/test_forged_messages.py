@@ -5,6 +5,7 @@ the judge never fails with an exception of its own (``judge/messages.py``)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from maxkernel_core import Candidate, EvalStatus
@@ -59,8 +60,17 @@ WORK = {"pallas_calls": 1, "callbacks": [], "glue_flops": 0.0, "glue_elementwise
     ([{"type": "check", "name": "trace", "ok": True, "work": WORK}], True, EvalStatus.CRASHED, "worker exited"),
     # the end of the job announced before it began
     ([{"type": "done", "retire": True}], False, None, ""),
+    # a check with no name, or a list for one; numbers where names go; strings where counts go (red team)
+    ([{"type": "check"}], False, EvalStatus.REJECTED, "not a string"),
+    ([{"type": "check", "name": ["trace"]}], False, EvalStatus.REJECTED, "not a string"),
+    ([{"type": "check", "name": "integrity", "ok": False, "patched": [1], "when": "import"}], False,
+     EvalStatus.REJECTED, "malformed check integrity"),
+    ([{"type": "check", "name": "trace", "ok": False, "size": 0, "error": {"type": "E", "message": "m"},
+       "work": {**WORK, "glue_ops": {"dot_general": "1"}}}], False, EvalStatus.REJECTED, "malformed check trace"),
+    ([{"type": "verdict", "status": "ok"}], False, EvalStatus.REJECTED, "no kind the judge reads"),
 ], ids=["pass-no-count", "second-trace", "load-no-error", "integrity-blames-nothing", "program-of-no-size",
-        "pass-then-exit", "early-done"])
+        "pass-then-exit", "early-done", "check-no-name", "check-list-name", "patched-numbers", "counts-as-strings",
+        "unknown-kind"])
 def test_what_a_candidate_writes_on_the_pipe_never_passes(tpu_backend, task_of, forged, leave, status, says):
     task = task_of("matmul")
     code = HONEST.format(forged=json.dumps(forged).replace("true", "True").replace("false", "False"), leave=leave)
@@ -68,3 +78,16 @@ def test_what_a_candidate_writes_on_the_pipe_never_passes(tpu_backend, task_of, 
     assert ev.status != EvalStatus.OK, ev.reason
     if status is not None:
         assert ev.status == status and says in ev.reason, (ev.status, ev.reason)
+
+
+FORGED = Path(__file__).parent / "forged"
+
+
+@pytest.mark.parametrize("name, says", [
+    ("poison_kept_checker.py", "changes Var in place"),
+    ("check_size_as_full_size.py", "the program sent for the full size takes inputs"),
+])
+def test_a_whole_report_forged_by_the_candidate_is_refused(tpu_backend, task_of, name, says):
+    task = task_of("matmul")
+    ev = tpu_backend.evaluate(task, Candidate(task.id, (FORGED / name).read_text()), target="v5e")
+    assert ev.status == EvalStatus.REJECTED and says in ev.reason, (ev.status, ev.reason)

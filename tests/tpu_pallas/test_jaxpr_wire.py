@@ -45,3 +45,20 @@ def test_anything_off_the_list_is_refused_not_imported():
 
     with pytest.raises(jaxpr_wire.WireError, match="builtins.print"):
         jaxpr_wire.loads(pickle.dumps(Sneaky()))
+
+
+@pytest.mark.parametrize("prefix, what", [
+    # BUILD with a slot state on the Var class itself: setattr(Var, "__init__", frozenset) (red team)
+    (b"cjax._src.core\nVar\nN}X\x08\x00\x00\x00__init__cbuiltins\nfrozenset\ns\x86b0", "changes Var in place"),
+    # SETITEMS on an allowed global (the pytree registry every program's treedefs use)
+    (b"cjax._src.tree_util\ndefault_registry\n(X\x01\x00\x00\x00aX\x01\x00\x00\x00bu0", "in place"),
+])
+def test_a_program_that_changes_the_checkers_classes_is_refused(prefix, what):
+    """The checker is kept across candidates: a program may build objects, never change the judge's own."""
+    from jax._src import core
+
+    data = jaxpr_wire.dumps(jax.make_jaxpr(lambda x: x * 2)(jnp.arange(4.0)))
+    init = core.Var.__init__
+    with pytest.raises(jaxpr_wire.WireError, match=what):
+        jaxpr_wire.loads(data[:2] + prefix + data[2:])
+    assert core.Var.__init__ is init

@@ -46,6 +46,21 @@ def _read(job: CheckJob, blobs: list[np.ndarray]) -> tuple[dict[int, Any], Any]:
     return programs, again
 
 
+def _not_the_tasks_inputs(programs: dict[int, Any], input_shapes: list[list[dict[str, Any]]]) -> str | None:
+    """Why a program is not one of the task's at its size: it takes other inputs than the task's there (a
+    check-size program sent as the full size's), or None."""
+    for size, shapes in enumerate(input_shapes):
+        if size not in programs:
+            continue
+        want = [(tuple(s["shape"]), str(s["dtype"])) for s in shapes]
+        got = [(tuple(a.shape), str(a.dtype)) for a in programs[size].in_avals]
+        if got != want:
+            at = "the full size" if size == 0 else f"check size {size}"
+            return (f"the program sent for {at} takes inputs {got[:4]}, where the task's at that size are "
+                    f"{want[:4]}: it is not the program computation() traces there")
+    return None
+
+
 def _export(closed, size: int, job: CheckJob, platform: Platform, emit: Emit) -> export.Exported | None:
     """The device program of one traced program, lowered here; None when the compiler refused it (said)."""
     try:
@@ -63,7 +78,8 @@ def run_check(job: CheckJob, arrays: list[np.ndarray], emit: Emit, stage: Callab
     stage("read the programs")
     try:
         programs, again = _read(job, blobs)
-        why = same_program.refusal(programs[0], again, {k: v for k, v in programs.items() if k})
+        why = _not_the_tasks_inputs(programs, job.input_shapes) or same_program.refusal(
+            programs[0], again, {k: v for k, v in programs.items() if k})
     except jaxpr_wire.WireError as exc:
         why = str(exc)
     if why:

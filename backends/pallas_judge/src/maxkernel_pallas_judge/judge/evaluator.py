@@ -263,9 +263,11 @@ class Evaluator:
         if (traced.status != "done" or described is None or messages.problem(traced) is not None
                 or "error" in described[0] or not described[0]["kernels"]):
             return None  # no description to go by (or one the candidate's process wrote otherwise than the tracer)
-        est = self.platform.estimate(described[0]["kernels"], described[0]["chip"], target,
-                                     reference_flops=ref.matmul_floor,
-                                     ideal_f32_passes=ref.needed_passes)
+        try:  # the tracer's description: the candidate's process wrote it, so it may hold anything
+            est = self.platform.estimate(described[0]["kernels"], described[0]["chip"], target,
+                                         reference_flops=ref.matmul_floor, ideal_f32_passes=ref.needed_passes)
+        except Exception:
+            return None
         worst = max(est.kernels, key=lambda k: k.vmem_bytes / max(k.vmem_limit_bytes, 1))
         fits = self.platform.fits(est)
         reason = (f"{worst.name}'s blocks need {worst.vmem_bytes / 2**20:.1f} MiB of {self.platform.memory_name}, "
@@ -279,7 +281,8 @@ class Evaluator:
         job = CheckJob(platform=self.platform.spec, target=target,
                        programs=[ProgramSlot(size=int(h["size"]), again=bool(h.get("again"))) for h, _ in programs],
                        sets=[SetSlot(n_inputs=s["n_inputs"], size=s["size"]) for s in ref.sets],
-                       reference_work=ref.program_work, atol=task.atol, rtol=task.rtol)
+                       reference_work=ref.program_work, atol=task.atol, rtol=task.rtol,
+                       input_shapes=[ref.full_shapes, *(size["shapes"] for size in ref.check_sizes)])
         arrays = [payload[0] for _, payload in programs] + [a for set_inputs in ref.inputs for a in set_inputs]
         return self.pool.run_checker(job, arrays)
 

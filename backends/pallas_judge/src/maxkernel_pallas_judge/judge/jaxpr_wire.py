@@ -267,11 +267,56 @@ def dumps(closed) -> bytes:
     return buffer.getvalue()
 
 
-class _Reader(pickle.Unpickler):
+class _Reader(pickle._Unpickler):
+    """The pure-Python unpickler (its opcodes can be overridden, the C one's cannot), with every global checked
+    against ``ALLOWED`` and no BUILD on a global: a slot state set on a class or a module-level object (a
+    pickle's ``BUILD``, which calls ``setattr``) would change the checker's jax for every program after this
+    one, and the checker is kept across candidates."""
+
+    dispatch = dict(pickle._Unpickler.dispatch)
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._globals: set[int] = set()
+
     def find_class(self, module: str, name: str):
         if (module, name) not in ALLOWED:
             raise WireError(f"the program holds {module}.{name}, which the judge does not read")
-        return super().find_class(module, name)
+        found = super().find_class(module, name)
+        self._globals.add(id(found))
+        return found
+
+    def _fresh(self, target, opcode: str) -> None:
+        """Refuse an opcode that changes ``target`` in place when it is not an object this program made."""
+        if id(target) in self._globals or isinstance(target, (type, types.ModuleType, types.FunctionType,
+                                                               types.BuiltinFunctionType)):
+            raise WireError(f"the program changes {getattr(target, '__qualname__', type(target).__name__)} in "
+                            f"place (a pickle {opcode} on a class or a global), which the judge's own code uses")
+
+    def load_build(self) -> None:  # setattr / __dict__.update / __setstate__ on stack[-2]
+        self._fresh(self.stack[-2], "BUILD")
+        pickle._Unpickler.load_build(self)
+
+    def load_setitem(self) -> None:
+        self._fresh(self.stack[-3], "SETITEM")
+        pickle._Unpickler.load_setitem(self)
+
+    def load_append(self) -> None:
+        self._fresh(self.stack[-2], "APPEND")
+        pickle._Unpickler.load_append(self)
+
+    def _marked(opcode: str, base):  # SETITEMS, APPENDS, ADDITEMS: the target sits under the mark
+        def load(self) -> None:
+            self._fresh(self.metastack[-1][-1], opcode)
+            base(self)
+        return load
+
+    dispatch[pickle.BUILD[0]] = load_build
+    dispatch[pickle.SETITEM[0]] = load_setitem
+    dispatch[pickle.APPEND[0]] = load_append
+    dispatch[pickle.SETITEMS[0]] = _marked("SETITEMS", pickle._Unpickler.load_setitems)
+    dispatch[pickle.APPENDS[0]] = _marked("APPENDS", pickle._Unpickler.load_appends)
+    dispatch[pickle.ADDITEMS[0]] = _marked("ADDITEMS", pickle._Unpickler.load_additems)
 
 
 def loads(data: bytes):

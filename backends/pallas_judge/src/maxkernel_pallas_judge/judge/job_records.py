@@ -111,6 +111,9 @@ class CheckJob(_Wire):
     sets: list[SetSlot]
     #: the reference's work per size (0 = full), counted as a candidate's is
     reference_work: list[dict[str, Any]]
+    #: per size (0 = full), the task's dynamic inputs there (``{"shape", "dtype"}`` each): a program the tracer
+    #: sent must take exactly these
+    input_shapes: list[list[dict[str, Any]]] = []
     atol: Tolerance = 0.0
     rtol: Tolerance = 0.0
     scratch: str = ""

@@ -21,6 +21,19 @@ from ..sandbox.records import JobOutcome
 _converter = cattrs.Converter()
 
 
+def _strict(kind: type, also: tuple[type, ...] = ()):
+    """A value already of its type (cattrs would convert: ``int("7")``, ``str(1)``), never a bool for a number."""
+    def structure(value, _type):
+        if isinstance(value, bool) and kind is not bool or not isinstance(value, (kind, *also)):
+            raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+        return value
+    return structure
+
+
+for _kind, _also in ((int, ()), (float, (int,)), (str, ()), (bool, ())):
+    _converter.register_structure_hook(_kind, _strict(_kind, _also))
+
+
 @frozen(kw_only=True)
 class ErrorInfo:
     type: str
@@ -34,7 +47,7 @@ class GlueDot:
 
     shape: str
     flops: float
-    times: int = 1
+    times: float = 1
     owned: bool = False
 
 
@@ -148,12 +161,21 @@ _ONCE = {("check", "load"): (), ("check", "integrity"): (), ("check", "trace"): 
          ("refused",): (), ("traced_work",): (), ("kernels",): (), ("done",): ()}
 
 
+#: kinds a worker sends that carry nothing the verdict reads: the worker's start, the parent's own note of garbage
+_BARE = frozenset({"ready", "protocol_error"})
+
+
 def decode(header: dict[str, Any]) -> Any:
-    """The record a header holds; ``ValueError`` (one line) when it is not a well-formed message of its kind."""
-    kind = header.get("type")
-    cls = _CHECKS.get(header.get("name")) if kind == "check" else _KINDS.get(kind)
-    if cls is None:  # a kind the verdict does not read here (the reference's, the chip's) is not held to one
+    """The record a header holds; ``ValueError`` (one line) when it is not a well-formed message of its kind,
+    or of no kind a tracer or checker sends (None for the bare ones)."""
+    kind, name = header.get("type"), header.get("name")
+    if kind in _BARE:
         return None
+    if not isinstance(kind, str) or kind == "check" and not isinstance(name, str):
+        raise ValueError("a message whose type or check name is not a string")
+    cls = _CHECKS.get(name) if kind == "check" else _KINDS.get(kind)
+    if cls is None:
+        raise ValueError(f"a message of no kind the judge reads ({kind} {name or ''})".replace(" )", ")"))
     fields = {k: v for k, v in header.items() if k not in ("type", "name", "arrays")}
     what = f"{kind} {header.get('name')}" if kind == "check" else kind
     try:
@@ -183,12 +205,10 @@ def problem(outcome: JobOutcome) -> str | None:
     or None."""
     seen: set[tuple] = set()
     for header, _ in outcome.messages:
-        if not isinstance(header.get("type"), str):
-            return "a message with no type"
         try:
             decode(header)
-        except ValueError as exc:
-            return str(exc)
+        except Exception as exc:  # whatever a header holds, the answer is a sentence, never an exception here
+            return str(exc) if isinstance(exc, ValueError) else f"a message the judge cannot read ({exc})"[:300]
         key = (header["type"], header.get("name")) if header["type"] == "check" else (header["type"],)
         if key in _ONCE:
             once = (key, *(repr(header.get(field)) for field in _ONCE[key]))
