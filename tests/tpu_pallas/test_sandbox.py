@@ -44,14 +44,38 @@ def test_protocol_round_trip_with_bfloat16():
                for a, b in zip(arrays, back))
 
 
+def _framed(header: bytes) -> bytes:
+    return len(header).to_bytes(4, "little") + header
+
+
 @pytest.mark.parametrize("payload, error", [
     (b"\xff\xff\xff\x7f", "over the limit"),
     (b"\x03\x00\x00\x00abc", "not JSON"),
     (b'\x02\x00\x00\x00[]', "not a JSON object"),
+    # what a candidate may write on its tracer's pipe (red team): arrays that are not described, objects,
+    # a header nested past the parser's depth
+    (_framed(b'{"arrays": [7]}'), "an array described as 7"),
+    (_framed(b'{"arrays": "x"}'), "not a list"),
+    (_framed(b'{"arrays": [{"dtype": "O", "shape": [1]}]}'), "holds Python objects"),
+    (_framed(b'{"arrays": [{"dtype": "float32", "shape": [-1]}]}'), "an array described as"),
+    (_framed(b"[" * 100000 + b"]" * 100000), "not JSON"),
 ])
 def test_garbage_from_a_worker_is_a_protocol_error_not_a_crash(payload, error):
     with pytest.raises(protocol.ProtocolError, match=error):
         protocol.recv(io.BytesIO(payload))
+
+
+def test_what_a_worker_sends_in_all_is_bounded():
+    """A tracer writing on and on would fill the judge's memory: the budget counts headers and arrays."""
+    buf = io.BytesIO()
+    for _ in range(3):
+        protocol.send(buf, {"type": "x"}, [np.zeros((100,), np.uint8)])
+    buf.seek(0)
+    budget = 300
+    with pytest.raises(protocol.ProtocolError, match="over"):
+        for _ in range(3):
+            _, _, size = protocol.recv_counted(buf, budget)
+            budget -= size
 
 
 def test_array_sizes_are_checked_before_allocation():

@@ -53,6 +53,8 @@ from .records import JobOutcome, Limits  # noqa: F401  (re-exported: the judge i
 _warned = threading.Event()
 #: one INFO line per job (its kind, wall time and how it ended): where an evaluation's time goes
 log = logging.getLogger("maxkernel_pallas_judge.jobs")
+#: All a tracer (the candidate's own process) may send: its programs as bytes, a few MiB each, and reports.
+TRACER_BYTES = 512 << 20
 
 
 class Job(Protocol):
@@ -104,13 +106,14 @@ class WorkerPool:
 
     def _take_spare(self) -> Worker:
         with self._lock:
-            return self._spares.pop(0) if self._spares else Worker(self.limits, on_device=False)
+            return self._spares.pop(0) if self._spares else Worker(self.limits, on_device=False,
+                                                                   max_bytes=TRACER_BYTES)
 
     def warm_up(self) -> None:
         """Start the spares (e.g. while the reference runs) without waiting for them."""
         with self._lock:
             while len(self._spares) < self.spares_wanted and not self._closed:
-                self._spares.append(Worker(self.limits, on_device=False))
+                self._spares.append(Worker(self.limits, on_device=False, max_bytes=TRACER_BYTES))
 
     def run_untrusted(self, job: Job, arrays: list[np.ndarray] = (), timeout: float | None = None,
                       files: dict[str, str] | None = None) -> JobOutcome:

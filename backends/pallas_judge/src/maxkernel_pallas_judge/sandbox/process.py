@@ -90,8 +90,11 @@ class Worker:
     """One worker process, its scratch folder, and a thread reading its messages."""
 
     def __init__(self, limits: Limits, sandboxed: bool = True, on_device: bool = False,
-                 ro_paths: tuple[str, ...] = ()) -> None:
+                 ro_paths: tuple[str, ...] = (), max_bytes: int = 1 << 62) -> None:
         self.limits = limits
+        #: what this worker may send in all (a candidate's tracer sends programs, not data: a worker writing
+        #: on and on would fill the judge's memory)
+        self.max_bytes = max_bytes
         self.sandbox = bwrap.sandbox_name() if sandboxed else "none (trusted task code)"
         self.scratch = Path(tempfile.mkdtemp(prefix="maxkernel-worker-"))
         self.log_path = self.scratch / "worker.log"
@@ -137,13 +140,16 @@ class Worker:
         self.jobs = 0
 
     def _read(self) -> None:
+        budget = self.max_bytes  # over a job or many: an untrusted worker runs one job
         try:
             while True:
-                self.inbox.put(protocol.recv(self._from_worker))
+                header, arrays, size = protocol.recv_counted(self._from_worker, min(budget, protocol.MAX_MESSAGE))
+                budget -= size
+                self.inbox.put((header, arrays))
         except EOFError:
             pass
-        except (protocol.ProtocolError, OSError, ValueError) as exc:
-            self.inbox.put(({"type": "protocol_error", "error": str(exc)}, []))
+        except Exception as exc:  # whatever the other side wrote, this thread ends with its end marker
+            self.inbox.put(({"type": "protocol_error", "error": f"{type(exc).__name__}: {exc}"[:300]}, []))
             self.kill()
         self.inbox.put(None)
 
@@ -185,7 +191,9 @@ class Worker:
                 return self._finish(outcome, start)
             header, payload = item
             if header.get("type") == "stage":
-                outcome.stages.append((str(header.get("stage", "")), time.monotonic() - start))
+                # a tracer's stage names reach a verdict's words ("stuck during ..."): one short printable line
+                name = "".join(c for c in str(header.get("stage", ""))[:80] if c.isprintable())
+                outcome.stages.append((name, time.monotonic() - start))
                 continue
             outcome.messages.append((header, payload))
             if header.get("type") == "done":

@@ -30,9 +30,20 @@ class ProtocolError(Exception):
 
 def _dtype(name: str) -> np.dtype:
     try:
-        return np.dtype(getattr(ml_dtypes, name)) if hasattr(ml_dtypes, name) else np.dtype(name)
+        dtype = np.dtype(getattr(ml_dtypes, name)) if hasattr(ml_dtypes, name) else np.dtype(name)
     except TypeError as exc:
         raise ProtocolError(f"unknown dtype {name!r}") from exc
+    if dtype.hasobject:  # raw bytes never make Python objects
+        raise ProtocolError(f"dtype {name!r} holds Python objects")
+    return dtype
+
+
+def _array_spec(spec: Any) -> tuple[np.dtype, tuple[int, ...]]:
+    """An array's (dtype, shape) as the header describes it; ProtocolError when it is not one."""
+    if (not isinstance(spec, dict) or not isinstance(spec.get("dtype"), str) or not isinstance(spec.get("shape"), list)
+            or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in spec["shape"])):
+        raise ProtocolError(f"an array described as {str(spec)[:100]}")
+    return _dtype(spec["dtype"]), tuple(spec["shape"])
 
 
 #: one lock per stream: a message is several writes (its arrays are written from their own memory), and two
@@ -72,31 +83,40 @@ def _read_exact(stream: BinaryIO, n: int) -> bytes:
 
 def recv(stream: BinaryIO, max_bytes: int = MAX_MESSAGE) -> tuple[dict[str, Any], list[np.ndarray]]:
     """Read one message; EOFError at a clean end of stream, ProtocolError on garbage."""
+    header, arrays, _ = recv_counted(stream, max_bytes)
+    return header, arrays
+
+
+def recv_counted(stream: BinaryIO, max_bytes: int = MAX_MESSAGE) -> tuple[dict[str, Any], list[np.ndarray], int]:
+    """``recv``, with the message's size in bytes (its header's included), which may not pass ``max_bytes``."""
     head = stream.read(4)
     if not head:
         raise EOFError
     if len(head) < 4:
         head += _read_exact(stream, 4 - len(head))
     (size,) = struct.unpack("<I", head)
-    if size > MAX_HEADER:
+    if size > min(MAX_HEADER, max_bytes):
         raise ProtocolError(f"header of {size} bytes is over the limit")
     try:
         header = json.loads(_read_exact(stream, size))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ProtocolError(f"header is not JSON: {exc}") from exc
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise ProtocolError(f"header is not JSON: {exc}"[:300]) from exc
     if not isinstance(header, dict):
         raise ProtocolError("header is not a JSON object")
-    arrays, total = [], 0
-    for spec in header.get("arrays", []):
+    specs = header.get("arrays", [])
+    if not isinstance(specs, list):
+        raise ProtocolError("the header's arrays are not a list")
+    arrays, total = [], size
+    for spec in specs:
+        dtype, shape = _array_spec(spec)
         (length,) = struct.unpack("<Q", _read_exact(stream, 8))
         total += length
         if total > max_bytes:
             raise ProtocolError(f"message of over {max_bytes} bytes")
-        dtype, shape = _dtype(str(spec["dtype"])), tuple(int(d) for d in spec["shape"])
         if length != dtype.itemsize * int(np.prod(shape, dtype=np.int64)):
             raise ProtocolError(f"array of {length} bytes does not match {spec}")
         arrays.append(_read_array(stream, length).view(dtype).reshape(shape))
-    return header, arrays
+    return header, arrays, total
 
 
 def _read_array(stream: BinaryIO, n: int) -> np.ndarray:
