@@ -261,7 +261,7 @@ class Evaluator:
         traced = self.pool.run_untrusted(job, [], files={"candidate.py": candidate.code})
         described = traced.last("kernels")
         if (traced.status != "done" or described is None or messages.problem(traced) is not None
-                or "error" in described[0] or not described[0]["kernels"]):
+                or "error" in described[0] or not described[0].get("kernels")):
             return None  # no description to go by (or one the candidate's process wrote otherwise than the tracer)
         try:  # the tracer's description: the candidate's process wrote it, so it may hold anything
             est = self.platform.estimate(described[0]["kernels"], described[0]["chip"], target,

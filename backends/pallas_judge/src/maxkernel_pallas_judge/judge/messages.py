@@ -47,7 +47,7 @@ class GlueDot:
 
     shape: str
     flops: float
-    times: float = 1
+    times: float  # the proof reads it from the header itself: no default stands in for it
     owned: bool = False
 
 

@@ -1,0 +1,36 @@
+"""The records a worker's messages are held to (``judge/messages.py``), on outcomes made here: what the verdict
+reads with ``[...]`` must be present and of its type, with no default standing in for it."""
+
+from __future__ import annotations
+
+import pytest
+from maxkernel_pallas_judge.judge import messages
+from maxkernel_pallas_judge.sandbox.records import JobOutcome
+
+WORK = {"pallas_calls": 1, "callbacks": [], "glue_flops": 0, "glue_elementwise": 0}
+
+
+def _outcome(*headers) -> JobOutcome:
+    return JobOutcome("done", messages=[(h, []) for h in headers])
+
+
+def test_what_an_honest_tracer_sends_reads_whole():
+    assert messages.problem(_outcome(
+        {"type": "check", "name": "integrity", "ok": True, "patched": [], "when": "import"},
+        {"type": "check", "name": "trace", "ok": True, "work": WORK, "leftovers": [], "patched": []},
+        {"type": "jaxpr", "size": 0, "again": False}, {"type": "jaxpr", "size": 0, "again": True},
+        {"type": "done", "retire": True})) is None
+
+
+@pytest.mark.parametrize("header, says", [
+    ({"type": "work", "size": 0, "work": {**WORK, "glue_dots": [{"shape": "1x2x3x4", "flops": 8.0}]}},
+     "malformed work"),  # the proof reads a glue dot's times itself
+    ({"type": "work", "size": 0, "work": {**WORK, "pallas_calls": True}}, "malformed work"),
+    ({"type": "check", "name": "trace", "ok": True, "work": {**WORK, "glue_flops": "0"}}, "malformed check trace"),
+    ({"type": "outputs", "index": 1.5}, "malformed outputs"),
+    ({"type": 7}, "not a string"),
+])
+def test_a_header_missing_what_the_verdict_reads_is_named(header, says):
+    why = messages.problem(_outcome(header))
+    assert why is not None and says in why and "\n" not in why
+
