@@ -14,7 +14,7 @@ from .synthesis import synthesis
 
 
 def _mine(ctx, role: str) -> bool:
-    return offline.selected(ctx, role) and getattr(ctx.backend, "kernel_platform", "") == "gpu"
+    return offline.answers(ctx, role, "gpu")
 
 
 @hookimpl

@@ -5,20 +5,19 @@ from __future__ import annotations
 
 import itertools
 import math
-import threading
 import types
 from typing import Any
 
 from attrs import frozen
 from maxkernel_core import Parameter, ParameterSpace
 from maxkernel_synthesis.analysis import Analysis
+from maxkernel_synthesis.roles import per_run
 from maxkernel_synthesis.task import NAME, OfflineDeclined, analyse_task
 
 from .attention import attention_module, unsupported
 from .templates import matmul_module, rowwise_module
 
 CACHE = "gpu_offline"
-_lock = threading.Lock()
 #: Triton's smallest dot tile side (tl.dot needs every dimension >= 16).
 MIN_DOT = 16
 SPACES = {
@@ -82,11 +81,7 @@ class GpuSynthesis:
 
 
 def synthesis(task, ctx) -> GpuSynthesis:
-    with _lock:
-        cache = ctx.cache(CACHE)
-        if "synthesis" not in cache:
-            cache["synthesis"] = synthesize(task, ctx.config.target)
-        return cache["synthesis"]
+    return per_run(ctx, CACHE, lambda: synthesize(task, ctx.config.target))
 
 
 def _writer(found):

@@ -7,6 +7,8 @@ role hooks on its own backends and calls these with its synthesis (:class:`Templ
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Callable
 from typing import Any, ClassVar, Protocol
 
 from maxkernel_core import Candidate, Decline, Move, Plan, ParameterSpace, Provenance
@@ -15,6 +17,8 @@ from maxkernel_core.errors import PluginError
 from .analysis import Analysis
 from .feedback import follow
 from .task import NAME
+
+_lock = threading.Lock()
 
 
 class TemplateSynthesis(Protocol):
@@ -41,6 +45,21 @@ def selected(ctx, role: str) -> bool:
         return ctx.llm_for(role).provider.name == NAME
     except PluginError:
         return False
+
+
+def answers(ctx, role: str, platform: str, unmarked: str = "") -> bool:
+    """Whether ``platform``'s templates answer ``role``: the run chose the synthesizer for it and its backend
+    writes that chip's kernels (``kernel_platform``; a backend that does not say is ``unmarked``'s)."""
+    return selected(ctx, role) and getattr(ctx.backend, "kernel_platform", unmarked) == platform
+
+
+def per_run(ctx, cache: str, make: Callable[[], Any]) -> Any:
+    """A chip's synthesis of the run's task, kept in the plugin's own cache (``cache``), made on first use."""
+    with _lock:
+        memory = ctx.cache(cache)
+        if "synthesis" not in memory:
+            memory["synthesis"] = make()
+        return memory["synthesis"]
 
 
 def _key(params: dict[str, Any]) -> str:

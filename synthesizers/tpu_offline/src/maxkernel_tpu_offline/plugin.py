@@ -14,15 +14,15 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 
 from maxkernel_core import hookimpl
-from maxkernel_synthesis.roles import debug_from, implement_from, neighbours_from, plan_from, selected
+from maxkernel_synthesis.roles import answers, debug_from, implement_from, neighbours_from, plan_from
 
 from .synthesis import synthesis
 
 
-def _other_chip(ctx) -> str | None:
-    """The chip family of a backend whose kernels are not TPU kernels (the templates here are TPU kernels)."""
-    family = getattr(ctx.backend, "kernel_platform", "tpu")
-    return None if family == "tpu" else family
+def _mine(ctx, role: str) -> bool:
+    """The TPU templates answer on a backend that writes TPU kernels (one that does not say is taken for one);
+    another chip's templates answer on theirs, or no one does."""
+    return answers(ctx, role, "tpu", unmarked="tpu")
 
 
 @hookimpl
@@ -30,25 +30,19 @@ def agent_plan(task, history, ctx):
     """The cost model's best untried point; once a kernel is verified, the search is the strategy's, unless a
     person's new instructions (hitl) ask for something: then the best point that follows them, or a plan that
     says which instruction it cannot follow."""
-    if not selected(ctx, "plan"):
-        return None
-    if _other_chip(ctx):
-        return None  # that chip's templates answer (a plugin of its backend), or no one does
-    return plan_from(task, history, ctx, synthesis(task, ctx))
+    return plan_from(task, history, ctx, synthesis(task, ctx)) if _mine(ctx, "plan") else None
 
 
 @hookimpl
 def agent_implement(task, plan, ctx):
-    if not selected(ctx, "implement") or _other_chip(ctx):
-        return None
-    return implement_from(task, plan, ctx, synthesis(task, ctx))
+    return implement_from(task, plan, ctx, synthesis(task, ctx)) if _mine(ctx, "implement") else None
 
 
 @hookimpl
 def agent_neighbours(task, candidate, ctx):
     """Single moves of one block constant around ``candidate``, those that fit VMEM first, then fastest
     (by the cost model): the order a search should try them in."""
-    if not selected(ctx, "plan") or candidate.space is None or _other_chip(ctx):
+    if not _mine(ctx, "plan") or candidate.space is None:
         return None
     return neighbours_from(candidate, synthesis(task, ctx))
 
@@ -57,6 +51,4 @@ def agent_neighbours(task, candidate, ctx):
 def agent_debug(task, candidate, evaluation, attempts, ctx):
     """A VMEM overflow is a parameter problem: halve the largest block. Anything else, the templates being
     exact by construction, is not one this debugger can fix."""
-    if not selected(ctx, "debug") or _other_chip(ctx):
-        return None
-    return debug_from(task, candidate, evaluation, ctx, synthesis(task, ctx))
+    return debug_from(task, candidate, evaluation, ctx, synthesis(task, ctx)) if _mine(ctx, "debug") else None

@@ -3,7 +3,6 @@ the staged kernels as its last resort), its dtype, the points ranked by the TPU 
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from attrs import frozen
@@ -11,15 +10,14 @@ from maxkernel_core import Parameter, ParameterSpace
 
 from maxkernel_synthesis.analysis import Analysis
 from maxkernel_synthesis.ir import Declined
+from maxkernel_synthesis.roles import per_run
 from maxkernel_synthesis.task import NAME, OfflineDeclined, analyse_task
+
 from .flash import module_source as flash_module
 from .space import neighbours, rank, shrink_largest, space
 from .staged.template import analyse_staged_program, last_resort
 from .staged.template import module_source as staged_module
 from .templates import HEADER, batch_module, matmul_module, rowwise_module
-
-_lock = threading.Lock()
-
 
 @frozen
 class Synthesis:
@@ -76,11 +74,7 @@ class Synthesis:
 
 def synthesis(task, ctx) -> Synthesis:
     """The task's synthesis, from the run's cache (the plugin's own), computed on first use."""
-    with _lock:
-        cache = ctx.cache(NAME)
-        if "synthesis" not in cache:
-            cache["synthesis"] = synthesize(task, ctx.config.target)
-        return cache["synthesis"]
+    return per_run(ctx, NAME, lambda: synthesize(task, ctx.config.target))
 
 
 def synthesize(task, target: str) -> Synthesis:

@@ -142,11 +142,6 @@ class WorkerError:
 
 
 @frozen(kw_only=True)
-class Stage:
-    stage: str
-
-
-@frozen(kw_only=True)
 class Done:
     retire: bool = False
 
@@ -154,7 +149,7 @@ class Done:
 _CHECKS = {"load": LoadCheck, "integrity": IntegrityCheck, "trace": TraceCheck, "export": LoweringCheck,
            "compile": LoweringCheck}
 _KINDS = {"jaxpr": Program, "kernels": Kernels, "refused": Refused, "traced_work": Work, "work": Work,
-          "canonical": Canonical, "outputs": Outputs, "error": WorkerError, "stage": Stage, "done": Done}
+          "canonical": Canonical, "outputs": Outputs, "error": WorkerError, "done": Done}
 #: kinds (and checks) a job sends at most once, keyed by what tells two apart
 _ONCE = {("check", "load"): (), ("check", "integrity"): (), ("check", "trace"): (), ("check", "export"): (),
          ("jaxpr",): ("size", "again"), ("work",): ("size",), ("canonical",): ("size",), ("outputs",): ("index",),

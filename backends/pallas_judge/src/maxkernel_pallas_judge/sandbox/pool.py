@@ -115,6 +115,11 @@ class WorkerPool:
             while len(self._spares) < self.spares_wanted and not self._closed:
                 self._spares.append(Worker(self.limits, on_device=False, max_bytes=TRACER_BYTES))
 
+    def _run(self, worker: Worker, job: Job, arrays, timeout: float | None) -> JobOutcome:
+        """``job`` on ``worker``, with that worker's scratch folder, within ``timeout`` (else the limits')."""
+        return worker.run(job.with_scratch(str(worker.scratch)).header(), list(arrays),
+                          timeout or self.limits.timeout_s)
+
     def run_untrusted(self, job: Job, arrays: list[np.ndarray] = (), timeout: float | None = None,
                       files: dict[str, str] | None = None) -> JobOutcome:
         """Run one job in a fresh worker, then destroy the worker and its scratch folder."""
@@ -122,8 +127,7 @@ class WorkerPool:
         try:
             for name, text in (files or {}).items():
                 (worker.scratch / name).write_text(text)
-            outcome = worker.run(job.with_scratch(str(worker.scratch)).header(), list(arrays),
-                                 timeout or self.limits.timeout_s)
+            outcome = self._run(worker, job, arrays, timeout)
             outcome.sandbox = worker.sandbox
             return _logged(job, outcome)
         finally:
@@ -141,8 +145,7 @@ class WorkerPool:
             worker = self._checkers.pop() if self._checkers and not ro_paths else None
         if worker is None or worker.proc.poll() is not None:
             worker = Worker(self.limits, ro_paths=tuple(ro_paths))
-        outcome = worker.run(job.with_scratch(str(worker.scratch)).header(), list(arrays),
-                             timeout or self.limits.timeout_s)
+        outcome = self._run(worker, job, arrays, timeout)
         outcome.sandbox = worker.sandbox
         done = outcome.last("done")
         with self._lock:  # a checker that said it retires is exiting: kept, the next job would find it gone
@@ -170,8 +173,7 @@ class WorkerPool:
                     if worker is not None:
                         worker.close()
                     self._device = worker = Worker(self.limits, on_device=True)
-            outcome = worker.run(job.with_scratch(str(worker.scratch)).header(), list(arrays),
-                                 timeout or self.limits.timeout_s)
+            outcome = self._run(worker, job, arrays, timeout)
             outcome.sandbox = worker.sandbox
             if outcome.status != "done" or worker.jobs >= DEVICE_JOBS:
                 with self._lock:
@@ -192,8 +194,7 @@ class WorkerPool:
                 worker = Worker(self.limits, sandboxed=False)
                 self._trusted.append(worker)
             try:
-                outcome = worker.run(job.with_scratch(str(worker.scratch)).header(), list(arrays),
-                                     timeout or self.limits.timeout_s)
+                outcome = self._run(worker, job, arrays, timeout)
                 return _logged(job, outcome)
             finally:
                 with self._lock:

@@ -97,6 +97,9 @@ def main(argv: list[str]) -> None:
     from ..judge import check_job, device_job, job_records, jobs, trace_job
     from ..judge.platform import load_platform
 
+    #: each job kind's module (the device worker's run exported programs on the chip)
+    run = {"reference": jobs.run_reference, "trace": trace_job.run_trace, "check": check_job.run_check,
+           **device_job.JOBS}
     load_platform(platform_spec).warm_up()
     limit_memory(memory_mb)
     emit({"type": "ready", "pid": os.getpid(), "network": network, "platform": jax.default_backend()})
@@ -109,14 +112,7 @@ def main(argv: list[str]) -> None:
         kind = header.get("kind")
         try:
             job = job_records.decode(header)
-            if isinstance(job, job_records.ReferenceJob):
-                jobs.run_reference(job, arrays, emit, stage)
-            elif isinstance(job, job_records.TraceJob):
-                trace_job.run_trace(job, arrays, emit, stage)
-            elif isinstance(job, job_records.CheckJob):
-                check_job.run_check(job, arrays, emit, stage)
-            else:  # the device worker's: exported programs on the chip
-                device_job.JOBS[job.KIND](job, arrays, emit, stage)
+            run[job.KIND](job, arrays, emit, stage)
         except job_records.JobError as exc:
             emit({"type": "error", "message": str(exc)})
         except MemoryError:
