@@ -10,6 +10,9 @@
 #   bench  the measured bench of the offline JaxBench kernels, resumed from benchmarks/results/measured-bench.jsonl
 #          (copy $OUT/measured-bench.jsonl back there between calls), JOBS tasks at once (3: the host's 13 cores
 #          and 40 GiB; the chip's jobs wait in turn): bench.log, and jobs.log (each sandboxed job's seconds)
+#   remeasure  the tasks TASKS (a glob; default the fast ones measured first) judged and timed again into a fresh
+#          remeasure.jsonl, to hold a change's figures against the stored ones (within noise):
+#          `python benchmarks/measured_bench.py compare` reads both
 # Usage there: tools/tpu/device_check.sh STEP... (default: tests)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -33,7 +36,10 @@ for step in "${@:-tests}"; do
            $run python3 benchmarks/measured_bench.py run --kernels maxkernel-bench-offline/tasks \
              --results "$OUT/measured-bench.jsonl" --stop-after "${STOP_AFTER:-420}" --jobs "${JOBS:-3}" \
              --job-log "$OUT/jobs.log" 2>&1 | tee "$OUT/bench.log" ;;
-    *) echo "device_check.sh: unknown step $step (tests, cli, transfer, bench)" >&2; exit 2 ;;
+    remeasure) $run python3 benchmarks/measured_bench.py run --kernels maxkernel-bench-offline/tasks \
+             --results "$OUT/remeasure.jsonl" --tasks "${TASKS:-1[1-3]p_*}" --stop-after "${STOP_AFTER:-420}" \
+             --jobs "${JOBS:-2}" --job-log "$OUT/jobs.log" 2>&1 | tee "$OUT/remeasure.log" ;;
+    *) echo "device_check.sh: unknown step $step (tests, cli, transfer, bench, remeasure)" >&2; exit 2 ;;
   esac
 done
 echo "figures in $OUT"
