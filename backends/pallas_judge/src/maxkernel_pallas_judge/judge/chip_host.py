@@ -32,16 +32,19 @@ KEEP_PAYLOADS = 2
 @frozen
 class ChipReference:
     """The reference as the chip ran it: XLA's measured time and outputs there, and the high-precision
-    reference's outputs (the arbiter), on the task's own full-size inputs."""
+    reference's outputs (the arbiter), on the task's own full-size inputs. ``exact_outputs`` is None where the
+    arbiter could not run on the chip (``no_arbiter`` says why): a kernel is then right only where it matches
+    XLA."""
 
     key: str
     device_kind: str
     timing: dict[str, Any]
     xla_outputs: list[np.ndarray] = field(eq=False, repr=False)
-    exact_outputs: list[np.ndarray] = field(eq=False, repr=False)
+    exact_outputs: list[np.ndarray] | None = field(eq=False, repr=False)
     #: XLA's default-precision outputs against the highest-precision reference's (``compare.distance``)
     xla_vs_exact: dict[str, Any] = field(factory=dict)
     trace: str | None = None
+    no_arbiter: str = ""
 
 
 class ChipHolder:
@@ -78,6 +81,10 @@ class ChipHolder:
         n = int(head["n_outputs"])
         xla, exact = list(out[1:1 + n]), list(out[1 + n:1 + 2 * n])
         kept = keep_trace(f"reference-{task.id}-{chip_key}", out[:1], self.home)
+        if head.get("exact_error"):
+            why = f"the highest-precision reference did not run on the {self.platform.label}: " \
+                  f"{head['exact_error'].get('message', '')[:300]}"
+            return ChipReference(chip_key, head["device_kind"], head["timing"], xla, None, {}, kept, why), ""
         return ChipReference(chip_key, head["device_kind"], head["timing"], xla, exact,
                              distance(exact, xla, task.atol, task.rtol), kept), ""
 

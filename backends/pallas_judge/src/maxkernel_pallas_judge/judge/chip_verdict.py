@@ -26,16 +26,20 @@ IMPOSSIBLE_ROOFLINE = 1.5
 OUT_OF_MEMORY = ("RESOURCE_EXHAUSTED", "Out of memory", "out of memory")
 
 
-def judge_outputs(got: list[np.ndarray], xla: list[np.ndarray], exact: list[np.ndarray], atol, rtol) -> dict[str, Any]:
+def judge_outputs(got: list[np.ndarray], xla: list[np.ndarray], exact: list[np.ndarray] | None, atol, rtol,
+                  no_arbiter: str = "") -> dict[str, Any]:
     """Whether a kernel's full-size outputs on the chip are right, and who is wrong where it and XLA disagree.
 
     Right: within the task's tolerance of XLA's outputs; or, where it is not, within it of the highest-precision
     reference, or no farther from that reference than XLA's own outputs are (by the largest error and by how
     many values are outside the tolerance: XLA's default precision is then the less accurate side). Wrong
-    otherwise, and always when the outputs' count, shapes or dtypes are not XLA's."""
+    otherwise, and always when the outputs' count, shapes or dtypes are not XLA's, or when they differ from
+    XLA's and there is no highest-precision reference to ask (``exact`` None: ``no_arbiter`` says why)."""
     ok, why, _ = compare(xla, got, atol, rtol)
     if ok:
         return {"ok": True, "against": "xla"}
+    if exact is None:
+        return {"ok": False, "farther": "kernel", "xla_disagreement": why, "no_arbiter": no_arbiter}
     kernel, ref = distance(exact, got, atol, rtol), distance(exact, xla, atol, rtol)
     base = {"xla_disagreement": why, "kernel_vs_exact": kernel, "xla_vs_exact": ref}
     if kernel["mismatched"] < 0:
@@ -48,6 +52,10 @@ def judge_outputs(got: list[np.ndarray], xla: list[np.ndarray], exact: list[np.n
 
 def wrong_reason(judged: dict[str, Any], chip: str, which: str) -> str:
     """Why the full-size program is wrong on the chip, naming who is farther from the high-precision reference."""
+    if "no_arbiter" in judged:
+        return (f"wrong on the {chip} at full size ({which}): against XLA's reference there, "
+                f"{judged['xla_disagreement']}; no highest-precision reference could side with the kernel "
+                f"({judged['no_arbiter']})")
     kernel, xla = judged["kernel_vs_exact"], judged["xla_vs_exact"]
     if kernel["mismatched"] < 0:
         return f"wrong on the {chip} at full size ({which}): {judged['xla_disagreement']}"
@@ -99,9 +107,10 @@ def _chip_outputs(verdict, checked: JobOutcome, chip, kind: str) -> tuple[list[d
     refs = [(chip.xla_outputs, chip.exact_outputs)]
     if sets > 1:
         beside = arrays[sets * n:]
-        refs.append((list(beside[:n]), list(beside[n:2 * n])))
+        refs.append((list(beside[:n]), list(beside[n:2 * n]) if header.get("exact") else None))
     atol, rtol = verdict.task.atol, verdict.task.rtol
-    return [judge_outputs(g, xla, exact, atol, rtol) for g, (xla, exact) in zip(got, refs, strict=True)], None, False
+    return [judge_outputs(g, xla, exact, atol, rtol, chip.no_arbiter)
+            for g, (xla, exact) in zip(got, refs, strict=True)], None, False
 
 
 def judge_on_chip(verdict, checked: JobOutcome, chip, message: str, report: TestReport) -> Evaluation:
@@ -187,6 +196,8 @@ def reference_note(chip) -> str:
     the highest-precision reference on the chip (an f32 task's XLA can be fast because it is inexact)."""
     off = chip.xla_vs_exact
     text = "XLA's reference ran at jax's default matmul precision, as a user's jax.jit runs it"
+    if chip.no_arbiter:
+        return f"{text}; {chip.no_arbiter}, so its accuracy is not known."
     if off.get("mismatched"):
         text += (f"; its output is off the highest-precision reference by {off['max_abs_error']:.3g}, "
                  f"{off['mismatched']} values outside the task's tolerance")

@@ -7,7 +7,9 @@ times back, and the parent judges them (``chip_verdict.py``).
   chip and stay there; XLA's program of the reference, at the precision a user's ``jax.jit`` gets, is timed
   (``timing.py``) and its outputs kept on the chip for as long as the task is held, so their memory is never
   handed to a candidate's output; the same reference exported at the highest matmul precision runs once: the
-  arbiter when a kernel and XLA disagree. Both references' outputs go back to the parent. With ``restore`` (a
+  arbiter when a kernel and XLA disagree. Both references' outputs go back to the parent. An arbiter that
+  cannot run there (f32 temporaries over the chip's memory, say) is said so and left out: a kernel is then
+  right only where it matches XLA. With ``restore`` (a
   task put back on the chip for a check after another task held it) only the inputs and XLA's outputs go on
   the chip: the reference was timed and its outputs sent when it was first held.
 * ``device_check``: a candidate's full-size device program (the one the checker proved and compiled) runs on
@@ -50,7 +52,7 @@ class Held:
     key: str
     inputs: list[Any]
     xla: Any
-    exact: Any
+    exact: Any  # None: the highest-precision reference could not run on the chip
     xla_outputs: list[Any]
 
 
@@ -93,11 +95,14 @@ def run_device_reference(job: DeviceReferenceJob, arrays: list[np.ndarray], emit
     stage("the reference's outputs on the chip")
     xla_out = _leaves(xla(*inputs))
     stage("the high-precision reference on the chip")
-    exact_out = _host(_leaves(exact(*inputs)))
+    try:
+        exact_out, exact_error = _host(_leaves(exact(*inputs))), None
+    except Exception as exc:  # its f32 temporaries can exceed the chip's memory where XLA's own program fits
+        exact, exact_out, exact_error = None, [], trim_error(exc, "reference")
     _held[job.key] = Held(job.key, inputs, xla, exact, xla_out)
     trace = np.frombuffer(timing.pop("trace"), dtype=np.uint8)
     emit({"type": "device_reference", "key": job.key, "device_kind": _device_kind(), "timing": timing,
-          "n_outputs": len(xla_out)}, [trace, *_host(xla_out), *exact_out])
+          "n_outputs": len(xla_out), "exact_error": exact_error}, [trace, *_host(xla_out), *exact_out])
 
 
 def _fresh_set(inputs: list[Any]) -> list[Any] | None:
@@ -151,9 +156,11 @@ def run_device_check(job: DeviceCheckJob, arrays: list[np.ndarray], emit: Emit, 
     beside = []
     if len(sets) > 1:  # the references on the fresh set, for the parent to judge the candidate's outputs by
         stage("the references on the fresh set")
-        beside = [*_host(_leaves(held.xla(*sets[1]))), *_host(_leaves(held.exact(*sets[1])))]
+        beside = _host(_leaves(held.xla(*sets[1])))
+        if held.exact is not None:
+            beside += _host(_leaves(held.exact(*sets[1])))
     stage("outputs back to the parent")
-    emit({"type": "chip_outputs", "sets": len(sets), "n_outputs": len(first[0])},
+    emit({"type": "chip_outputs", "sets": len(sets), "n_outputs": len(first[0]), "exact": held.exact is not None},
          [*(a for outs in first for a in _host(outs)), *beside])
     stage("timing on the chip")
     try:
