@@ -9,6 +9,7 @@ from pathlib import Path
 from maxkernel_core import Backend, Candidate, Evaluation, Fit, HostCheck, Task, TaskRef
 
 from . import tasks
+from .host_jax import keep_off_the_chip
 
 
 class PallasBackend(Backend):
@@ -21,6 +22,7 @@ class PallasBackend(Backend):
 
     def __init__(self, settings=None) -> None:
         super().__init__(settings)
+        keep_off_the_chip()  # this process traces and reads tasks; the device worker alone opens the chip
         self._evaluator = None
         self._lock = threading.RLock()
 

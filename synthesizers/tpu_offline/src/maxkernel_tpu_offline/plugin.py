@@ -6,13 +6,6 @@ aside for that chip's templates.
 
 from __future__ import annotations
 
-import os
-
-# The orchestrator only traces references here (before jax is imported: it reads these once); never let it
-# claim a TPU the workers need.
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
-os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
-
 from maxkernel_core import hookimpl
 from maxkernel_synthesis.roles import answers, debug_from, implement_from, neighbours_from, plan_from
 
