@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from maxkernel_pallas_judge.judge import device_messages
+from maxkernel_pallas_judge.sandbox.records import JobOutcome
 
 pytestmark = pytest.mark.slow  # a profiler trace of the stand-in chip
 
@@ -46,6 +48,8 @@ def test_the_reference_is_held_and_timed_without_its_arbiter(held):
     assert len(arrays) == 1 + header["n_outputs"]  # the trace and XLA's outputs: no arbiter's
     np.testing.assert_allclose(arrays[1], x * 2.0)
     assert device_job._held["k"].exact is None
+    record, _ = device_messages.last(JobOutcome("done", sent), "device_reference")  # the worker keeps its wire
+    assert record.exact_error is not None and record.timing.runs > 0
 
 
 def test_a_check_without_an_arbiter_sends_xla_outputs_alone(held):
@@ -62,11 +66,15 @@ def test_a_check_without_an_arbiter_sends_xla_outputs_alone(held):
     assert outputs["exact"] is False and outputs["sets"] == 2
     assert len(arrays) == outputs["sets"] * outputs["n_outputs"] + outputs["n_outputs"]  # XLA's beside, alone
     assert timing["ok"]
+    record, _ = device_messages.last(JobOutcome("done", out), "timing")
+    assert record.ok and record.timing.median_s > 0 and record.calls_checked == record.timing.runs
+    assert device_messages.last(JobOutcome("done", out), "chip_outputs")[0].exact is False
 
 
 def test_without_an_arbiter_a_kernel_is_right_only_where_it_matches_xla():
     from maxkernel_pallas_judge.judge.chip_host import ChipReference
     from maxkernel_pallas_judge.judge.chip_verdict import judge_outputs, reference_note, wrong_reason
+    from maxkernel_pallas_judge.judge.device_messages import DeviceTiming
 
     xla = [np.linspace(-1, 1, 1000, dtype=np.float32)]
     why = "the highest-precision reference did not run on the TPU: RESOURCE_EXHAUSTED"
@@ -74,5 +82,6 @@ def test_without_an_arbiter_a_kernel_is_right_only_where_it_matches_xla():
     closer = judge_outputs([xla[0] + 0.01], xla, None, 1e-3, 0, why)  # it might be the truer: nobody can say
     assert not closer["ok"]
     assert "no highest-precision reference could side with the kernel" in wrong_reason(closer, "TPU", "set")
-    chip = ChipReference("k", "TPU v5 lite", {"median_s": 1e-3}, xla, None, {}, None, why)
+    timing = DeviceTiming(median_s=1e-3, times_s=[1e-3], wall_median_s=1e-3, runs=1, warmup=1, input_sets=1)
+    chip = ChipReference("k", "TPU v5 lite", timing, xla, None, {}, None, why)
     assert "accuracy is not known" in reference_note(chip) and "RESOURCE_EXHAUSTED" in reference_note(chip)

@@ -10,6 +10,7 @@ from maxkernel_core import EvalStatus, Task, TestReport
 
 from maxkernel_pallas_judge.judge.chip_verdict import judge_on_chip
 from maxkernel_pallas_judge.judge.chip_host import ChipReference
+from maxkernel_pallas_judge.judge.device_messages import DeviceTiming
 from maxkernel_pallas_judge.judge.evaluator import Evaluator, ReferenceData
 from maxkernel_pallas_judge.judge.timing import time_on_device
 from maxkernel_pallas_judge.judge.verdict import Verdict
@@ -32,15 +33,20 @@ def _reference():
     return ReferenceData([], None, {}, 1e9, [], [], [], "cpu")
 
 
+def _timing(median_s):
+    return DeviceTiming(median_s=median_s, times_s=[median_s] * 10, wall_median_s=median_s, runs=10, warmup=3,
+                        input_sets=1)
+
+
 def _chip():
-    return ChipReference("key", "TPU v5 lite", {"median_s": 2e-3, "runs": 10}, [RIGHT], [RIGHT])
+    return ChipReference("key", "TPU v5 lite", _timing(2e-3), [RIGHT], [RIGHT])
 
 
-def _outcome(outputs, differ=0, trace=b"xspace-bytes"):
+def _outcome(outputs, differ=0, trace=b"xspace-bytes", **timing):
     first = {"type": "chip_outputs", "sets": 1, "n_outputs": 1}
-    header = {"type": "timing", "ok": True, "median_s": 1e-3, "times_s": [1e-3] * 9, "wall_median_s": 1.05e-3,
-              "runs": 9, "warmup": 3, "input_sets": 1, "top_ops": [["fusion", 9e-4]], "wait_share": 0.1,
-              "calls_checked": 9, "calls_differ": differ}
+    timing = {"median_s": 1e-3, "times_s": [1e-3] * 9, "wall_median_s": 1.05e-3, "runs": 9, "warmup": 3,
+              "input_sets": 1, "top_ops": [["fusion", 9e-4]], "wait_share": 0.1, **timing}
+    header = {"type": "timing", "ok": True, "calls_checked": 9, "calls_differ": differ, "timing": timing}
     return JobOutcome("done", [(first, outputs), (header, [np.frombuffer(trace, np.uint8)])])
 
 
@@ -68,6 +74,14 @@ def test_measured_profile_keeps_the_trace_and_checks_every_timed_call(tmp_path, 
     assert ev.status is EvalStatus.INCORRECT and "the kernel is the farther" in ev.reason
 
 
+@pytest.mark.parametrize("timing", [{"median_s": "1e-3"}, {"runs": True}, {"times_s": None}])
+def test_a_malformed_message_from_the_device_worker_is_a_crash_in_one_line(tmp_path, monkeypatch, timing):
+    monkeypatch.setattr(EVALUATOR, "home", tmp_path)
+    ev = judge_on_chip(_verdict("cand-5"), _outcome([RIGHT], **timing), _chip(), "ok", TestReport("cand-5", True, 4))
+    assert ev.status is EvalStatus.CRASHED and ev.profile is None
+    assert ev.reason.startswith("the device worker sent a malformed timing message") and "\n" not in ev.reason
+
+
 def test_a_time_below_the_chips_floor_for_the_work_is_refused(tmp_path, monkeypatch):
     """The task's 1e12 FLOPs in 1 ms would be 1,000 TFLOP/s, five times the chip's peak, where XLA's 6 ms is
     within it: the kernel did not do the work."""
@@ -75,7 +89,7 @@ def test_a_time_below_the_chips_floor_for_the_work_is_refused(tmp_path, monkeypa
     ref = ReferenceData([], None, {}, 1e12, [], [], [], "cpu", xla={"ok": True, "chip": {"bf16_ops_per_second": 197e12}})
     verdict = Verdict(EVALUATOR, Task("t", "tpu_pallas", "/t", atol=1e-3, rtol=1e-3),
                       type("C", (), {"id": "cand-4"})(), "v5e", ref)
-    chip = ChipReference("key", "TPU v5 lite", {"median_s": 6e-3, "runs": 10}, [RIGHT], [RIGHT])
+    chip = ChipReference("key", "TPU v5 lite", _timing(6e-3), [RIGHT], [RIGHT])
     ev = judge_on_chip(verdict, _outcome([RIGHT]), chip, "ok", TestReport("cand-4", True, 4))
     assert ev.status is EvalStatus.REJECTED and "faster than the chip can do that work" in ev.reason
 

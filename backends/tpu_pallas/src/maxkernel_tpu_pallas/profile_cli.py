@@ -158,7 +158,7 @@ def reference_profile(ctx: click.Context, task_ref: str, target: str | None) -> 
         ref = backend.evaluator.reference(task, check_target(app.settings.run.target))
     finally:
         backend.close()
-    measured = {"measured_s": ref.chip.timing["median_s"] if ref.chip else None,
+    measured = {"measured_s": ref.chip.timing.median_s if ref.chip else None,
                 "measured_on": ref.chip.device_kind if ref.chip else None, "not_measured": ref.chip_note,
                 "trace": ref.chip.trace if ref.chip else None}
     if ref.xla_estimate is None:

@@ -22,7 +22,9 @@ from attrs import field, frozen
 
 from ..sandbox.pool import WorkerPool
 from ..sandbox.records import JobOutcome
+from . import device_messages
 from .compare import distance
+from .device_messages import DeviceTiming
 from .job_records import DeviceCheckJob, DeviceReferenceJob
 from .traces import keep_trace
 
@@ -38,7 +40,7 @@ class ChipReference:
 
     key: str
     device_kind: str
-    timing: dict[str, Any]
+    timing: DeviceTiming
     xla_outputs: list[np.ndarray] = field(eq=False, repr=False)
     exact_outputs: list[np.ndarray] | None = field(eq=False, repr=False)
     #: XLA's default-precision outputs against the highest-precision reference's (``compare.distance``)
@@ -70,7 +72,10 @@ class ChipHolder:
             while len(self._payloads) > self.keep:
                 self._payloads.popitem(last=False)
             outcome = self._send(task, chip_key)
-        done = outcome.last("device_reference")
+        try:
+            done = device_messages.last(outcome, "device_reference")
+        except ValueError as exc:
+            return None, f"not measured: {exc}"
         if outcome.status != "done" or done is None:
             error = outcome.last("error")
             why = error[0]["message"] if error else (outcome.log_tail or outcome.how_it_ended)[-300:]
@@ -78,14 +83,14 @@ class ChipHolder:
                 why += "\n" + error[0].get("traceback", "")
             return None, f"not measured: XLA's reference did not run on the {self.platform.label}: {why[:300]}"
         head, out = done
-        n = int(head["n_outputs"])
+        n = head.n_outputs
         xla, exact = list(out[1:1 + n]), list(out[1 + n:1 + 2 * n])
         kept = keep_trace(f"reference-{task.id}-{chip_key}", out[:1], self.home)
-        if head.get("exact_error"):
+        if head.exact_error is not None:
             why = f"the highest-precision reference did not run on the {self.platform.label}: " \
-                  f"{head['exact_error'].get('message', '')[:300]}"
-            return ChipReference(chip_key, head["device_kind"], head["timing"], xla, None, {}, kept, why), ""
-        return ChipReference(chip_key, head["device_kind"], head["timing"], xla, exact,
+                  f"{head.exact_error.message[:300]}"
+            return ChipReference(chip_key, head.device_kind, head.timing, xla, None, {}, kept, why), ""
+        return ChipReference(chip_key, head.device_kind, head.timing, xla, exact,
                              distance(exact, xla, task.atol, task.rtol), kept), ""
 
     def release(self, keys: list[str]) -> None:

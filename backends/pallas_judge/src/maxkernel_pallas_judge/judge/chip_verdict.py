@@ -17,7 +17,9 @@ from attrs import asdict, evolve
 from maxkernel_core import Achieved, CheckResult, EvalStatus, Evaluation, Profile, TestReport
 
 from ..sandbox.records import JobOutcome
+from . import device_messages
 from .compare import compare, distance
+from .device_messages import ChipOutputs, Timed
 from .traces import keep_trace
 
 #: A kernel measured above this share of the chip's roofline for the task's work, where XLA's reference is not,
@@ -94,20 +96,19 @@ def task_work(ref) -> tuple[float | None, float | None]:
     return flops, hbm or None
 
 
-def _chip_outputs(verdict, checked: JobOutcome, chip, kind: str) -> tuple[list[dict], str | None, bool]:
+def _chip_outputs(verdict, sent: tuple[ChipOutputs, list], chip, kind: str) -> tuple[list[dict], str | None, bool]:
     """(each set's judgement, why the program failed, whether that failure is the machine's), from the
     device worker's ``chip_outputs`` message."""
-    header, arrays = checked.last("chip_outputs")
-    if "error" in header:
-        err = header["error"]
-        why = f"the full-size program failed on the {kind}: {err.get('type', 'Error')}: {err.get('message', '')}"
+    header, arrays = sent
+    if header.error is not None:
+        why = f"the full-size program failed on the {kind}: {header.error.type}: {header.error.message}"
         return [], why, any(marker in why for marker in OUT_OF_MEMORY)
-    n, sets = int(header["n_outputs"]), int(header["sets"])
+    n, sets = header.n_outputs, header.sets
     got = [list(arrays[i * n:(i + 1) * n]) for i in range(sets)]
     refs = [(chip.xla_outputs, chip.exact_outputs)]
     if sets > 1:
         beside = arrays[sets * n:]
-        refs.append((list(beside[:n]), list(beside[n:2 * n]) if header.get("exact") else None))
+        refs.append((list(beside[:n]), list(beside[n:2 * n]) if header.exact else None))
     atol, rtol = verdict.task.atol, verdict.task.rtol
     return [judge_outputs(g, xla, exact, atol, rtol, chip.no_arbiter)
             for g, (xla, exact) in zip(got, refs, strict=True)], None, False
@@ -116,12 +117,16 @@ def _chip_outputs(verdict, checked: JobOutcome, chip, kind: str) -> tuple[list[d
 def judge_on_chip(verdict, checked: JobOutcome, chip, message: str, report: TestReport) -> Evaluation:
     """The verdict from the device worker's report: incorrect on the chip, or ok with a measured speed."""
     verdict.details["device_sandbox"] = checked.sandbox
-    if chip is None or checked.last("chip_outputs") is None:
+    try:
+        sent, timed = device_messages.last(checked, "chip_outputs"), device_messages.last(checked, "timing")
+    except ValueError as exc:
+        return verdict.done(EvalStatus.CRASHED, str(exc))
+    if chip is None or sent is None:
         return verdict._ended_badly(checked, "device worker") or verdict.done(
             EvalStatus.CRASHED, f"the device worker reported no result for the full-size program: "
                                 f"{(checked.log_tail or checked.how_it_ended)[-300:]}")
     kind = f"{chip.device_kind} ({verdict.target})"
-    judged, failed, machine = _chip_outputs(verdict, checked, chip, kind)
+    judged, failed, machine = _chip_outputs(verdict, sent, chip, kind)
     verdict.details["chip_correctness"] = judged or failed
     if failed:
         verdict.checks.append(CheckResult("chip_correctness", False, failed))
@@ -133,20 +138,20 @@ def judge_on_chip(verdict, checked: JobOutcome, chip, message: str, report: Test
             verdict.checks.append(CheckResult("chip_correctness", False, why, {"sets": judged}))
             return verdict.done(EvalStatus.INCORRECT, why, test=evolve(report, passed=False, message=why))
     verdict.checks.append(CheckResult("chip_correctness", True, right_line(judged, kind), {"sets": judged}))
-    return _timed(verdict, checked, chip, kind, f"{message}; {right_line(judged, kind)}", report)
+    return _timed(verdict, checked, timed, chip, kind, f"{message}; {right_line(judged, kind)}", report)
 
 
-def _timed(verdict, checked: JobOutcome, chip, kind: str, message: str, report: TestReport) -> Evaluation:
-    timed = checked.last("timing")
-    if timed is None or not timed[0].get("ok"):
+def _timed(verdict, checked: JobOutcome, timed: tuple[Timed, list] | None, chip, kind: str, message: str,
+           report: TestReport) -> Evaluation:
+    if timed is None or not timed[0].ok:
         bad = verdict._ended_badly(checked, "device worker")
-        why = timed[0]["error"]["message"] if timed else (bad.reason if bad else "no timing reported")
+        why = timed[0].error.message if timed and timed[0].error else (bad.reason if bad else "no timing reported")
         verdict.checks.append(CheckResult("timing", False, why))
         verdict.details["timing"] = f"not measured: timing on the {kind} failed: {why}"
         return verdict.done(EvalStatus.OK, message, test=report)  # verified, unmeasured: no speed is claimed
     header, trace = timed
-    if header["calls_differ"]:
-        why = (f"{header['calls_differ']} of {header['calls_checked']} timed calls on the {kind} returned outputs "
+    if header.calls_differ:
+        why = (f"{header.calls_differ} of {header.calls_checked} timed calls on the {kind} returned outputs "
                "other than the program's first call on the same inputs: it reads memory it never wrote, or keeps "
                "state across calls")
         verdict.checks.append(CheckResult("timing", False, why))
@@ -161,27 +166,27 @@ def _timed(verdict, checked: JobOutcome, chip, kind: str, message: str, report: 
     return verdict.done(EvalStatus.OK, message, test=report, profile=profile)
 
 
-def measured_profile(verdict, header: dict[str, Any], trace, chip, kind: str) -> tuple[Profile, Achieved]:
+def measured_profile(verdict, header: Timed, trace, chip, kind: str) -> tuple[Profile, Achieved]:
     """The candidate's measured speed against XLA's, measured the same way, with what each achieves (XLA's
     too, returned). The cost model's reading (bound, diagnosis) is kept beside it under its own name, never as
     the measurement's."""
-    ref, est = verdict.ref, verdict.estimate
-    timing = {k: header.get(k) for k in ("median_s", "times_s", "wall_median_s", "runs", "warmup", "input_sets",
-                                         "top_ops", "wait_share", "calls_checked")}
+    ref, est, measured = verdict.ref, verdict.estimate, header.timing
+    timing = {**asdict(measured), "calls_checked": header.calls_checked}
     timing["xplane"] = keep_trace(verdict.cand.id, trace, verdict.evaluator.home)
     flops, hbm = task_work(ref)
     figures = (ref.xla or {}).get("chip") or {}
-    mine, xla = achieved(flops, hbm, header["median_s"], figures), achieved(flops, hbm, chip.timing["median_s"], figures)
+    mine = achieved(flops, hbm, measured.median_s, figures)
+    xla = achieved(flops, hbm, chip.timing.median_s, figures)
     timing["achieved"] = asdict(mine)
-    timing["reference"] = {**chip.timing, "achieved": asdict(xla), "xplane": chip.trace}
+    timing["reference"] = {**asdict(chip.timing), "achieved": asdict(xla), "xplane": chip.trace}
     verdict.details["timing"] = timing
-    verdict.checks.append(CheckResult("timing", True, f"median {header['median_s'] * 1e6:,.1f} us over "
-                                      f"{header['runs']} calls on the {kind}"))
-    top = ", ".join(f"{name} {seconds * 1e6:,.1f} us" for name, seconds in (header.get("top_ops") or [])[:3])
-    diagnosis = (f"measured: the costliest ops per call are {top}; {header.get('wait_share', 0):.0%} of the "
+    verdict.checks.append(CheckResult("timing", True, f"median {measured.median_s * 1e6:,.1f} us over "
+                                      f"{measured.runs} calls on the {kind}"))
+    top = ", ".join(f"{name} {seconds * 1e6:,.1f} us" for name, seconds in measured.top_ops[:3])
+    diagnosis = (f"measured: the costliest ops per call are {top}; {measured.wait_share:.0%} of the "
                  "device time is DMA or semaphore waits",
                  *(f"(cost model) {line}" for line in (verdict.platform.diagnose(est) if est is not None else [])))
-    return Profile(verdict.cand.id, "device_trace", False, header["median_s"], chip.timing["median_s"], "",
+    return Profile(verdict.cand.id, "device_trace", False, measured.median_s, chip.timing.median_s, "",
                    diagnosis, {**timing, "cost_model": verdict.details.get("cost_model")},
                    roofline_fraction=mine.roofline_fraction, achieved=mine,
                    arithmetic_intensity=(flops / hbm) if flops and hbm else None,

@@ -1,7 +1,7 @@
 """The device worker's jobs: the one process on a host with the chip that opens it (``sandbox/pool.py``).
 
 It runs exported programs only, never task or candidate Python, and decides nothing: it sends outputs and
-times back, and the parent judges them (``chip_verdict.py``).
+times back, each message of its record (``device_messages.py``), and the parent judges them (``chip_verdict.py``).
 
 * ``device_reference``: the task's full-size inputs (made by the trusted reference job on the CPU) go onto the
   chip and stay there; XLA's program of the reference, at the precision a user's ``jax.jit`` gets, is timed
@@ -172,7 +172,7 @@ def run_device_check(job: DeviceCheckJob, arrays: list[np.ndarray], emit: Emit, 
     off = [_count_off(_leaves(out), first[which], job.atol, job.rtol) for which, out in kept]
     trace = np.frombuffer(timing.pop("trace"), dtype=np.uint8)
     emit({"type": "timing", "ok": True, "device_kind": _device_kind(), "calls_checked": len(off),
-          "calls_differ": sum(1 for n in off if n != 0), **timing}, [trace])
+          "calls_differ": sum(1 for n in off if n != 0), "timing": timing}, [trace])
 
 
 #: job kind -> runner (the worker's dispatch)

@@ -18,7 +18,7 @@ from attrs import frozen
 
 from ..sandbox.records import JobOutcome
 
-_converter = cattrs.Converter()
+converter = cattrs.Converter()
 
 
 def _strict(kind: type, also: tuple[type, ...] = ()):
@@ -31,7 +31,7 @@ def _strict(kind: type, also: tuple[type, ...] = ()):
 
 
 for _kind, _also in ((int, ()), (float, (int,)), (str, ()), (bool, ())):
-    _converter.register_structure_hook(_kind, _strict(_kind, _also))
+    converter.register_structure_hook(_kind, _strict(_kind, _also))
 
 
 @frozen(kw_only=True)
@@ -174,7 +174,7 @@ def decode(header: dict[str, Any]) -> Any:
     fields = {k: v for k, v in header.items() if k not in ("type", "name", "arrays")}
     what = f"{kind} {header.get('name')}" if kind == "check" else kind
     try:
-        record = _converter.structure(fields, cls)
+        record = converter.structure(fields, cls)
     except Exception as exc:
         raise ValueError(f"a malformed {what} message ({'; '.join(cattrs.transform_error(exc)) or exc})") from None
     missing = _missing(record)
