@@ -71,6 +71,29 @@ def test_a_check_without_an_arbiter_sends_xla_outputs_alone(held):
     assert device_messages.last(JobOutcome("done", out), "chip_outputs")[0].exact is False
 
 
+@pytest.mark.parametrize("arbiter", [False, True])
+def test_a_task_put_back_on_the_chip_keeps_its_arbiter_left_out(held, arbiter):
+    """Put back for a check (another task held the chip, or a fresh worker): an arbiter left out when first held
+    is not brought back, and one that cannot run at check time is left out for that set, never a crash."""
+    from maxkernel_pallas_judge.judge.job_records import DeviceCheckJob, DeviceReferenceJob
+
+    from .host_chip import HOST_CHIP
+
+    device_job, sent, x, tmp_path = held
+    device_job._held.clear()
+    unrunnable = _blob(lambda a: a * 2.0, (8, 8))
+    job = DeviceReferenceJob(platform=HOST_CHIP.spec, key="k", n_inputs=1, restore=True, arbiter=arbiter)
+    device_job.run_device_reference(job, [x, _blob(lambda a: a * 2.0, x.shape), unrunnable],
+                                    lambda h, a=(): None, lambda stage: None)
+    assert (device_job._held["k"].exact is None) is (not arbiter)
+    out = []
+    check = DeviceCheckJob(platform=HOST_CHIP.spec, key="k", atol=1e-3, rtol=0.0, scratch=str(tmp_path))
+    device_job.run_device_check(check, [_blob(lambda a: a * 2.0, x.shape)], lambda h, a=(): out.append((h, list(a))),
+                                lambda stage: None)
+    record, arrays = device_messages.last(JobOutcome("done", out), "chip_outputs")
+    assert record.exact is False and len(arrays) == 3  # two sets of the candidate's, XLA's on the fresh set
+
+
 def test_without_an_arbiter_a_kernel_is_right_only_where_it_matches_xla():
     from maxkernel_pallas_judge.judge.chip_host import ChipReference
     from maxkernel_pallas_judge.judge.chip_verdict import judge_outputs, reference_note, wrong_reason

@@ -43,7 +43,7 @@ def _chip():
 
 
 def _outcome(outputs, differ=0, trace=b"xspace-bytes", **timing):
-    first = {"type": "chip_outputs", "sets": 1, "n_outputs": 1}
+    first = {"type": "chip_outputs", "sets": 1, "n_outputs": 1, "n_reference": 1}
     timing = {"median_s": 1e-3, "times_s": [1e-3] * 9, "wall_median_s": 1.05e-3, "runs": 9, "warmup": 3,
               "input_sets": 1, "top_ops": [["fusion", 9e-4]], "wait_share": 0.1, **timing}
     header = {"type": "timing", "ok": True, "calls_checked": 9, "calls_differ": differ, "timing": timing}
@@ -74,12 +74,39 @@ def test_measured_profile_keeps_the_trace_and_checks_every_timed_call(tmp_path, 
     assert ev.status is EvalStatus.INCORRECT and "the kernel is the farther" in ev.reason
 
 
-@pytest.mark.parametrize("timing", [{"median_s": "1e-3"}, {"runs": True}, {"times_s": None}])
+@pytest.mark.parametrize("timing", [{"median_s": "1e-3"}, {"runs": True}, {"times_s": None}, {"median_s": 0.0},
+                                    {"median_s": float("nan")}, {"wall_median_s": -1.0}, {"runs": 0}])
 def test_a_malformed_message_from_the_device_worker_is_a_crash_in_one_line(tmp_path, monkeypatch, timing):
     monkeypatch.setattr(EVALUATOR, "home", tmp_path)
     ev = judge_on_chip(_verdict("cand-5"), _outcome([RIGHT], **timing), _chip(), "ok", TestReport("cand-5", True, 4))
     assert ev.status is EvalStatus.CRASHED and ev.profile is None
-    assert ev.reason.startswith("the device worker sent a malformed timing message") and "\n" not in ev.reason
+    assert ev.reason.startswith("the device worker sent a") and "timing message" in ev.reason
+    assert "\n" not in ev.reason
+
+
+@pytest.mark.parametrize("first, timed", [
+    ({"sets": 3, "n_outputs": 1, "n_reference": 1}, {}),  # more sets than the worker runs
+    ({"sets": 1, "n_outputs": 2, "n_reference": 1}, {}),  # counts that do not match its arrays
+    ({"sets": 1, "n_outputs": 1, "n_reference": 1}, {"calls_checked": None}),  # timed with no count of the checks
+    ({"sets": 1, "n_outputs": 1, "n_reference": 1}, {"calls_differ": 10}),  # more differing than checked
+])
+def test_device_worker_messages_are_held_to_their_counts(tmp_path, monkeypatch, first, timed):
+    monkeypatch.setattr(EVALUATOR, "home", tmp_path)
+    outcome = _outcome([RIGHT])
+    (head, arrays), (header, trace) = outcome.messages
+    header = {k: v for k, v in {**header, **timed}.items() if v is not None}
+    outcome = JobOutcome("done", [({**head, **first}, arrays), (header, trace)])
+    ev = judge_on_chip(_verdict("cand-6"), outcome, _chip(), "ok", TestReport("cand-6", True, 4))
+    assert ev.status is EvalStatus.CRASHED and ev.reason.startswith("the device worker sent a"), ev.reason
+
+
+def test_a_kernel_with_more_outputs_than_xla_is_wrong_not_a_crash(tmp_path, monkeypatch):
+    monkeypatch.setattr(EVALUATOR, "home", tmp_path)
+    first = {"type": "chip_outputs", "sets": 2, "n_outputs": 2, "n_reference": 1, "exact": True}
+    arrays = [RIGHT, RIGHT, RIGHT, RIGHT, RIGHT, RIGHT]  # two sets of two, then XLA's and the arbiter's one each
+    outcome = JobOutcome("done", [(first, arrays), _outcome([RIGHT]).messages[1]])
+    ev = judge_on_chip(_verdict("cand-7"), outcome, _chip(), "ok", TestReport("cand-7", True, 4))
+    assert ev.status is EvalStatus.INCORRECT, ev.reason
 
 
 def test_a_time_below_the_chips_floor_for_the_work_is_refused(tmp_path, monkeypatch):

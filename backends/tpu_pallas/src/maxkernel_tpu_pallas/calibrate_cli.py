@@ -47,7 +47,7 @@ def attached_target() -> tuple[str, str]:
 
 def time_on_chip(trace_root: Path, log=print) -> dict[str, float]:
     """The micro-suite timed on the attached TPU, in a child process that holds the chip (``device_run``):
-    this process has loaded the plugins, which keep it on the CPU."""
+    this process stays on the CPU (``calibrate_command`` keeps it off the chip)."""
     import os
     import subprocess
     import sys
@@ -137,9 +137,12 @@ def calibrate_command(target: str | None, timings_file: Path | None, save_timing
                       list_suite: bool, as_json: bool) -> int:
     """Time a micro-benchmark suite on the attached TPU, fit the speed model's parameters to it, and store them
     for every later estimate on this machine."""
+    from maxkernel_pallas_judge.host_jax import keep_off_the_chip
+
     from .profiling.calibration.microbench import SUITE
     from .profiling.user_calibration import save_user_calibration
 
+    keep_off_the_chip()  # this process compiles the suite deviceless; its child alone opens the chip
     console = Console(soft_wrap=True, stderr=as_json)
     if list_suite:
         for bench in SUITE:

@@ -83,6 +83,8 @@ class ChipHolder:
                 why += "\n" + error[0].get("traceback", "")
             return None, f"not measured: XLA's reference did not run on the {self.platform.label}: {why[:300]}"
         head, out = done
+        if head.restored:  # an answer to a job this was not
+            return None, "not measured: the device worker answered a first hold as a restore"
         n = head.n_outputs
         xla, exact = list(out[1:1 + n]), list(out[1 + n:1 + 2 * n])
         kept = keep_trace(f"reference-{task.id}-{chip_key}", out[:1], self.home)
@@ -99,10 +101,12 @@ class ChipHolder:
             for key in keys:
                 self._payloads.pop(key, None)
 
-    def _send(self, task, chip_key: str, restore: bool = False) -> JobOutcome:
-        """Put a task's reference on the chip; ``restore``: again, for a check (not timed or judged again)."""
+    def _send(self, task, chip_key: str, restore: bool = False, arbiter: bool = True) -> JobOutcome:
+        """Put a task's reference on the chip; ``restore``: again, for a check (not timed or judged again), with
+        the highest-precision reference only where it ran the first time (``arbiter``)."""
         n_inputs, arrays = self._payloads[chip_key]
-        job = DeviceReferenceJob(platform=self.platform.spec, key=chip_key, n_inputs=n_inputs, restore=restore)
+        job = DeviceReferenceJob(platform=self.platform.spec, key=chip_key, n_inputs=n_inputs, restore=restore,
+                                 arbiter=arbiter)
         return self.pool.run_device(job, arrays, timeout=self.timeout_s)
 
     def check(self, task, chip: ChipReference, program: np.ndarray,
@@ -114,7 +118,7 @@ class ChipHolder:
             if outcome.last("need_reference") is None:
                 return outcome, chip
             if chip.key in self._payloads:
-                held = self._send(task, chip.key, restore=True)
+                held = self._send(task, chip.key, restore=True, arbiter=chip.exact_outputs is not None)
                 if held.status != "done" or held.last("device_reference") is None:
                     return held, chip
             else:  # let go of: build the reference again (new inputs, XLA timed again)

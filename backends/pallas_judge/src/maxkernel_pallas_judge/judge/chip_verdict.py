@@ -107,10 +107,11 @@ def _chip_outputs(verdict, sent: tuple[ChipOutputs, list], chip, kind: str) -> t
     got = [list(arrays[i * n:(i + 1) * n]) for i in range(sets)]
     refs = [(chip.xla_outputs, chip.exact_outputs)]
     if sets > 1:
-        beside = arrays[sets * n:]
-        refs.append((list(beside[:n]), list(beside[n:2 * n]) if header.exact else None))
+        beside, r = arrays[sets * n:], header.n_reference
+        refs.append((list(beside[:r]), list(beside[r:2 * r]) if header.exact else None))
     atol, rtol = verdict.task.atol, verdict.task.rtol
-    return [judge_outputs(g, xla, exact, atol, rtol, chip.no_arbiter)
+    no_arbiter = chip.no_arbiter or f"the highest-precision reference did not run on the fresh set on the {kind}"
+    return [judge_outputs(g, xla, exact, atol, rtol, no_arbiter)
             for g, (xla, exact) in zip(got, refs, strict=True)], None, False
 
 

@@ -87,7 +87,7 @@ def run_device_reference(job: DeviceReferenceJob, arrays: list[np.ndarray], emit
     if job.restore:  # put back for a check: timed and judged when first held, sent back then
         stage("the reference's outputs on the chip")
         xla_out = _leaves(xla(*inputs))
-        _held[job.key] = Held(job.key, inputs, xla, exact, xla_out)
+        _held[job.key] = Held(job.key, inputs, xla, exact if job.arbiter else None, xla_out)
         emit({"type": "device_reference", "key": job.key, "device_kind": _device_kind(), "restored": True})
         return
     stage("time the reference on the chip")
@@ -139,6 +139,17 @@ def _count_off(outputs: list[Any], first: list[Any], atol: float, rtol: float) -
     return int(sum(int(_differs(o, f, atol, rtol)) for o, f in zip(outputs, first, strict=True)))
 
 
+def _arbiter_on(held: Held, inputs: list[Any]) -> list[np.ndarray] | None:
+    """The highest-precision reference's outputs on ``inputs``, or None where it is left out or cannot run now
+    (the fresh set and the candidate's outputs share the chip's memory with it): the parent is told."""
+    if held.exact is None:
+        return None
+    try:
+        return _host(_leaves(held.exact(*inputs)))
+    except Exception:
+        return None
+
+
 def run_device_check(job: DeviceCheckJob, arrays: list[np.ndarray], emit: Emit, stage: Callable[[str], None]) -> None:
     platform = load_platform(job.platform)
     held = _held.get(job.key)
@@ -153,14 +164,16 @@ def run_device_check(job: DeviceCheckJob, arrays: list[np.ndarray], emit: Emit, 
     except Exception as exc:
         emit({"type": "chip_outputs", "error": trim_error(exc, "candidate.py")})
         return
-    beside = []
+    beside, exact = [], held.exact is not None
     if len(sets) > 1:  # the references on the fresh set, for the parent to judge the candidate's outputs by
         stage("the references on the fresh set")
         beside = _host(_leaves(held.xla(*sets[1])))
-        if held.exact is not None:
-            beside += _host(_leaves(held.exact(*sets[1])))
+        wide = _arbiter_on(held, sets[1])
+        exact = wide is not None
+        beside += wide or []
     stage("outputs back to the parent")
-    emit({"type": "chip_outputs", "sets": len(sets), "n_outputs": len(first[0]), "exact": held.exact is not None},
+    emit({"type": "chip_outputs", "sets": len(sets), "n_outputs": len(first[0]), "exact": exact,
+          "n_reference": len(held.xla_outputs)},
          [*(a for outs in first for a in _host(outs)), *beside])
     stage("timing on the chip")
     try:

@@ -9,6 +9,7 @@ in one line, never an exception in the judge.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import cattrs
@@ -59,6 +60,8 @@ class ChipOutputs:
 
     sets: int = 0
     n_outputs: int = 0
+    #: how many outputs the references have (a candidate's count may differ: then it is wrong, not garbled)
+    n_reference: int = 0
     exact: bool = True
     error: ErrorInfo | None = None
 
@@ -70,8 +73,9 @@ class Timed:
     ok: bool
     timing: DeviceTiming | None = None
     device_kind: str = ""
-    calls_checked: int = 0
-    calls_differ: int = 0
+    #: required with ``ok``: no default may skip the check that every timed call matched the first
+    calls_checked: int | None = None
+    calls_differ: int | None = None
     error: ErrorInfo | None = None
 
 
@@ -92,8 +96,36 @@ def last(outcome: JobOutcome, kind: str) -> tuple[Any, list] | None:
     except Exception as exc:
         raise ValueError(f"the device worker sent a malformed {kind} message "
                          f"({'; '.join(cattrs.transform_error(exc)) or exc})") from None
-    if isinstance(record, (ChipOutputs,)) and record.error is None and record.sets < 1 \
-            or isinstance(record, Timed) and record.ok and record.timing is None \
-            or isinstance(record, DeviceReference) and not record.restored and record.timing is None:
-        raise ValueError(f"the device worker sent a {kind} message without what it is for")
+    why = _invalid(record, len(arrays))
+    if why:
+        raise ValueError(f"the device worker sent a {kind} message {why}")
     return record, arrays
+
+
+def _bad_timing(timing: DeviceTiming | None) -> str:
+    if timing is None:
+        return "without its measurement"
+    if not all(math.isfinite(t) and t > 0 for t in (timing.median_s, timing.wall_median_s, *timing.times_s)):
+        return "with a time that is not a positive number"
+    return "with no timed call" if timing.runs < 1 or not timing.times_s else ""
+
+
+def _invalid(record: Any, n_arrays: int) -> str:
+    """What a well-typed message still gets wrong that the verdict relies on (its counts, its arrays)."""
+    if isinstance(record, ChipOutputs) and record.error is None:
+        if not 1 <= record.sets <= 2 or record.n_outputs < 0 or record.n_reference < 1:
+            return f"with {record.sets} sets of {record.n_outputs} outputs ({record.n_reference} of the references)"
+        n, refs = record.n_outputs, record.n_reference
+        want = record.sets * n + (refs + refs * record.exact if record.sets == 2 else 0)
+        return "" if n_arrays == want else f"with {n_arrays} arrays where its counts say {want}"
+    if isinstance(record, Timed) and record.ok:
+        if record.calls_checked is None or record.calls_differ is None or not 0 <= record.calls_differ <= record.calls_checked:
+            return "without a count of the timed calls checked"
+        return _bad_timing(record.timing)
+    if isinstance(record, DeviceReference) and not record.restored:
+        n = record.n_outputs
+        want = 1 + n + (n if record.exact_error is None else 0)
+        if n < 1 or n_arrays != want:
+            return f"with {n_arrays} arrays for {n} outputs"
+        return _bad_timing(record.timing)
+    return ""

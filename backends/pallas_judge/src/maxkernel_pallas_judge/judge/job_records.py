@@ -129,6 +129,9 @@ class DeviceReferenceJob(_Wire):
     n_inputs: int
     #: put back for a check after the device worker let it go: not timed or judged again
     restore: bool = False
+    #: with ``restore``: whether the highest-precision reference ran when the task was first held (one that could
+    #: not is not brought back: its outputs would be asked for on the fresh set)
+    arbiter: bool = True
     scratch: str = ""
 
 
