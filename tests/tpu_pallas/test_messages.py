@@ -27,6 +27,9 @@ def test_what_an_honest_tracer_sends_reads_whole():
      "malformed work"),  # the proof reads a glue dot's times itself
     ({"type": "work", "size": 0, "work": {**WORK, "pallas_calls": True}}, "malformed work"),
     ({"type": "check", "name": "trace", "ok": True, "work": {**WORK, "glue_flops": "0"}}, "malformed check trace"),
+    ({"type": "work", "size": 0, "work": {**WORK, "unknown_ops": ["stablehlo.custom_call"]}}, "malformed work"),
+    ({"type": "work", "size": 0, "work": {**WORK, "unknown_ops": {"stablehlo.fft": "1"}}}, "malformed work"),
+    ({"type": "traced_work", "work": {**WORK, "vmem_bytes": ["lots"]}}, "malformed traced_work"),
     ({"type": "outputs", "index": 1.5}, "malformed outputs"),
     ({"type": 7}, "not a string"),
 ])

@@ -63,6 +63,15 @@ class WorkCount:
     glue_dots: list[GlueDot] = []
     glue_ops: dict[str, float] = {}
     unbounded_loops: int = 0
+    #: ops the checker's count cannot account for outside kernels: the proof refuses any
+    unknown_ops: dict[str, int] = {}
+    kernel_flops: float = 0
+    #: the checker's count (``hlo_work``): each kernel's name, repeat, matmul FLOPs and operand types
+    kernels: list[dict[str, Any]] = []
+    #: the tracer's jaxpr-level count (``work.py``): per kernel, its grid steps and the model's VMEM bytes
+    kernel_elementwise: float = 0
+    grid_steps: list[float] = []
+    vmem_bytes: list[float] = []
 
 
 @frozen(kw_only=True)
