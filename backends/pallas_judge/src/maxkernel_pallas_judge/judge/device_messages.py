@@ -3,7 +3,7 @@
 
 The device worker runs no candidate Python, only programs the checker proved, so its messages are not a
 candidate's words as the tracer's can be; they are still held to their records (``messages.py``'s strict
-converter), so that what the verdict reads is there and of its type, and a malformed one is a crashed worker
+``structure``), so that what the verdict reads is there and of its type, and a malformed one is a crashed worker
 in one line, never an exception in the judge.
 """
 
@@ -12,11 +12,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import cattrs
 from attrs import frozen
 
 from ..sandbox.records import JobOutcome
-from .messages import ErrorInfo, converter
+from .messages import ErrorInfo, structure
 
 
 @frozen(kw_only=True)
@@ -92,10 +91,9 @@ def last(outcome: JobOutcome, kind: str) -> tuple[Any, list] | None:
     header, arrays = found
     fields = {k: v for k, v in header.items() if k not in ("type", "arrays")}
     try:
-        record = converter.structure(fields, _KINDS[kind])
-    except Exception as exc:
-        raise ValueError(f"the device worker sent a malformed {kind} message "
-                         f"({'; '.join(cattrs.transform_error(exc)) or exc})") from None
+        record = structure(fields, _KINDS[kind], kind)
+    except ValueError as exc:
+        raise ValueError(f"the device worker sent {exc}") from None
     why = _invalid(record, len(arrays))
     if why:
         raise ValueError(f"the device worker sent a {kind} message {why}")

@@ -18,7 +18,7 @@ from attrs import frozen
 
 from ..sandbox.records import JobOutcome
 
-converter = cattrs.Converter()
+_converter = cattrs.Converter()
 
 
 def _strict(kind: type, also: tuple[type, ...] = ()):
@@ -31,7 +31,7 @@ def _strict(kind: type, also: tuple[type, ...] = ()):
 
 
 for _kind, _also in ((int, ()), (float, (int,)), (str, ()), (bool, ())):
-    converter.register_structure_hook(_kind, _strict(_kind, _also))
+    _converter.register_structure_hook(_kind, _strict(_kind, _also))
 
 
 @frozen(kw_only=True)
@@ -182,14 +182,20 @@ def decode(header: dict[str, Any]) -> Any:
         raise ValueError(f"a message of no kind the judge reads ({kind} {name or ''})".replace(" )", ")"))
     fields = {k: v for k, v in header.items() if k not in ("type", "name", "arrays")}
     what = f"{kind} {header.get('name')}" if kind == "check" else kind
-    try:
-        record = converter.structure(fields, cls)
-    except Exception as exc:
-        raise ValueError(f"a malformed {what} message ({'; '.join(cattrs.transform_error(exc)) or exc})") from None
+    record = structure(fields, cls, what)
     missing = _missing(record)
     if missing:
         raise ValueError(f"a malformed {what} message ({missing})")
     return record
+
+
+def structure(fields: dict[str, Any], cls: type, what: str) -> Any:
+    """``fields`` as a ``cls`` by the strict converter; ``ValueError`` (one line) naming ``what`` when they are not
+    one (the device worker's messages are read the same way: ``device_messages.py``)."""
+    try:
+        return _converter.structure(fields, cls)
+    except Exception as exc:
+        raise ValueError(f"a malformed {what} message ({'; '.join(cattrs.transform_error(exc)) or exc})") from None
 
 
 def _missing(record: Any) -> str:
