@@ -150,8 +150,9 @@ def _write(results: Path, line: dict) -> None:
     with results.open("a") as f:
         f.write(json.dumps(line, default=str) + "\n")
     ratio = f"{line['speedup']:.2f}x measured" if line.get("speedup") else line["status"]
-    print(f"{line['task']:40s} {ratio:16s} (estimated {line.get('estimated_speedup') or 0:.2f}x) "
-          f"{line['wall_s']:6.1f} s", flush=True)
+    estimate = line.get("estimated_speedup")
+    estimate = f"{estimate:.2f}x" if estimate else "none"  # no XLA estimate: never print it as 0.00x
+    print(f"{line['task']:40s} {ratio:16s} (estimated {estimate}) {line['wall_s']:6.1f} s", flush=True)
 
 
 def _geomean(values):
