@@ -91,3 +91,37 @@ def test_a_whole_report_forged_by_the_candidate_is_refused(tpu_backend, task_of,
     task = task_of("matmul")
     ev = tpu_backend.evaluate(task, Candidate(task.id, (FORGED / name).read_text()), target="v5e")
     assert ev.status == EvalStatus.REJECTED and says in ev.reason, (ev.status, ev.reason)
+
+
+WRITES_THEN_EXITS = '''
+import json, os, struct, sys
+
+
+def _write(header):
+    blob = json.dumps({{**header, "arrays": []}}).encode()
+    os.write(int(sys.argv[2]), struct.pack("<I", len(blob)) + blob)
+
+
+deep = []
+for _ in range(600):  # past the recursion a converter walking the count would need, within json's own
+    deep = [deep]
+work = {work}
+_write({{"type": "check", "name": "integrity", "ok": True, "patched": [], "when": "import"}})
+_write({{"type": "check", "name": "trace", "ok": True, "leftovers": [], "patched": [], "work": work}})
+_write({{"type": "done"}})
+os._exit(0)
+'''
+
+
+@pytest.mark.parametrize("work, says", [
+    # a count with no kernel, its free-form part nested 600 deep: refused, never a RecursionError in the judge
+    ('{"pallas_calls": 0, "callbacks": [], "glue_flops": 0, "glue_elementwise": 0, "kernels": [{"k": deep}]}',
+     "no pallas_call"),
+    # JSON's Infinity as a glue matmul's repeat count
+    ('{"pallas_calls": 1, "callbacks": [], "glue_flops": 0, "glue_elementwise": 0, '
+     '"glue_dots": [{"shape": "s", "flops": 1.0, "times": float("inf")}]}', "not finite"),
+], ids=["nested-count", "infinite-count"])
+def test_a_forged_count_is_refused_without_an_error_in_the_judge(tpu_backend, task_of, work, says):
+    task = task_of("matmul")
+    ev = tpu_backend.evaluate(task, Candidate(task.id, WRITES_THEN_EXITS.format(work=work)), target="v5e")
+    assert ev.status == EvalStatus.REJECTED and says in ev.reason, (ev.status, ev.reason)

@@ -32,8 +32,38 @@ def test_what_an_honest_tracer_sends_reads_whole():
     ({"type": "traced_work", "work": {**WORK, "vmem_bytes": ["lots"]}}, "malformed traced_work"),
     ({"type": "outputs", "index": 1.5}, "malformed outputs"),
     ({"type": 7}, "not a string"),
+    ({"type": "check", "name": "compile", "ok": True, "seconds": 0.1, "memory": ["lots"]}, "malformed check compile"),
+    ({"type": "check", "name": "compile", "ok": True, "seconds": 0.1, "cost": {"flops": "many"}},
+     "malformed check compile"),
+    ({"type": "check", "name": "load", "ok": False, "error": {"type": "E", "message": "m", "hint": 3}},
+     "malformed check load"),
 ])
 def test_a_header_missing_what_the_verdict_reads_is_named(header, says):
     why = messages.problem(_outcome(header))
     assert why is not None and says in why and "\n" not in why
 
+
+
+def test_an_error_keeps_in_details_what_its_sender_said():
+    """The traceback and the API hint reach the check's details (the debugger reads them); a field the sender
+    left out does not appear as None."""
+    from maxkernel_pallas_judge.judge.trace_job import error_record
+
+    try:
+        raise AttributeError("module 'jax.experimental.pallas' has no attribute 'pallas_cal'")
+    except AttributeError as exc:
+        sent = error_record(exc)
+    header = {"type": "check", "name": "load", "ok": False, "error": {**sent, "hint": "pallas_call"}}
+    (name, check), = messages.checks(_outcome(header))
+    details = check.error.as_details()
+    assert name == "load" and details["traceback"] == sent["traceback"] and details["hint"] == "pallas_call"
+    assert details["type"] == "AttributeError" and "kind" not in details
+
+
+def test_a_compiles_figures_are_read_from_its_record():
+    header = {"type": "check", "name": "compile", "ok": True, "seconds": 0.5, "device_kind": "TPU v5 lite",
+              "memory": {"argument_bytes": 4096}, "cost": {"flops": 8.0}, "program": {"ops": []},
+              "summary": None}
+    (_, compiled), = messages.checks(_outcome(header))
+    assert (compiled.device_kind, compiled.memory, compiled.cost, compiled.program) == (
+        "TPU v5 lite", {"argument_bytes": 4096}, {"flops": 8.0}, {"ops": []})

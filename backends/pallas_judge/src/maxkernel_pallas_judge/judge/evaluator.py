@@ -259,12 +259,13 @@ class Evaluator:
                        static_full=ref.static_full, check_sizes=[], describe_only=True,
                        entry=task.metadata.get("entry", "computation"), wrap=task.metadata.get("wrap", ""))
         traced = self.pool.run_untrusted(job, [], files={"candidate.py": candidate.code})
-        described = traced.last("kernels")
-        if (traced.status != "done" or described is None or messages.problem(traced) is not None
-                or "error" in described[0] or not described[0].get("kernels")):
+        if traced.status != "done" or messages.problem(traced) is not None:
             return None  # no description to go by (or one the candidate's process wrote otherwise than the tracer)
+        described = messages.last(traced, "kernels")
+        if described is None or described[0].error is not None or not described[0].kernels:
+            return None
         try:  # the tracer's description: the candidate's process wrote it, so it may hold anything
-            est = self.platform.estimate(described[0]["kernels"], described[0]["chip"], target,
+            est = self.platform.estimate(described[0].kernels, described[0].chip, target,
                                          reference_flops=ref.matmul_floor, ideal_f32_passes=ref.needed_passes)
         except Exception:
             return None
@@ -277,9 +278,9 @@ class Evaluator:
 
     def check(self, task: Task, target: str, ref: ReferenceData, traced: JobOutcome) -> JobOutcome:
         """Run the checker on the programs a tracer traced (their jaxprs), with the reference's input sets."""
-        programs = sorted(traced.all("jaxpr"), key=lambda m: (bool(m[0].get("again")), m[0]["size"]))
+        programs = sorted(messages.read(traced, "jaxpr"), key=lambda m: (m[0].again, m[0].size))
         job = CheckJob(platform=self.platform.spec, target=target,
-                       programs=[ProgramSlot(size=int(h["size"]), again=bool(h.get("again"))) for h, _ in programs],
+                       programs=[ProgramSlot(size=p.size, again=p.again) for p, _ in programs],
                        sets=[SetSlot(n_inputs=s["n_inputs"], size=s["size"]) for s in ref.sets],
                        reference_work=ref.program_work, atol=task.atol, rtol=task.rtol,
                        input_shapes=[ref.full_shapes, *(size["shapes"] for size in ref.check_sizes)])

@@ -11,6 +11,7 @@ tracer's: rejected; a worker of the judge's own: crashed), never an exception in
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import cattrs
@@ -36,9 +37,21 @@ for _kind, _also in ((int, ()), (float, (int,)), (str, ()), (bool, ())):
 
 @frozen(kw_only=True)
 class ErrorInfo:
+    """An exception a job caught: the candidate's (at import, trace, a set's run) or the compiler's."""
+
     type: str
     message: str
     line: int | None = None
+    #: the compiler error's class (``errors.trim_error``: compile, vmem_overflow, block_shape)
+    kind: str | None = None
+    #: the installed jax's alternative to a name or signature the candidate used (``api_drift``)
+    hint: str = ""
+    traceback: str = ""
+
+    def as_details(self) -> dict[str, Any]:
+        """The error as a check's details keep it: what was said, nothing a sender left out."""
+        return {k: v for k, v in _converter.unstructure(self).items()
+                if k in ("type", "message", "line") or v not in (None, "")}
 
 
 @frozen(kw_only=True)
@@ -73,6 +86,21 @@ class WorkCount:
     grid_steps: list[float] = []
     vmem_bytes: list[float] = []
 
+    def for_proof(self) -> dict[str, Any]:
+        """The fields ``proof.verdict`` reads, as plain values: never the free-form ones (``kernels``), which a
+        tracer's count could nest past any recursion limit."""
+        return {"pallas_calls": self.pallas_calls, "callbacks": list(self.callbacks), "glue_flops": self.glue_flops,
+                "glue_elementwise": self.glue_elementwise, "glue_ops": dict(self.glue_ops),
+                "unbounded_loops": self.unbounded_loops, "unknown_ops": dict(self.unknown_ops),
+                "glue_dots": [{"shape": d.shape, "flops": d.flops, "times": d.times, "owned": d.owned}
+                              for d in self.glue_dots]}
+
+    def finite(self) -> bool:
+        """Every count the proof computes with is a finite number (JSON's Infinity and NaN parse as floats)."""
+        numbers = [self.glue_flops, self.glue_elementwise, self.kernel_flops, *self.glue_ops.values(),
+                   *(x for d in self.glue_dots for x in (d.flops, d.times))]
+        return all(math.isfinite(x) for x in numbers)
+
 
 @frozen(kw_only=True)
 class LoadCheck:
@@ -105,6 +133,14 @@ class LoweringCheck:
     size: int = 0
     seconds: float | None = None
     error: ErrorInfo | None = None
+    #: a compile's figures (the platform's ``compile_exported``): the device, its memory and cost analyses,
+    #: the compiled program's ops (the code around the kernels), and the sentence a platform says instead
+    device_kind: str | None = None
+    memory: dict[str, Any] | None = None
+    cost: dict[str, float] | None = None
+    program: dict[str, Any] | None = None
+    summary: str | None = None
+    lowered_only: bool = False
 
 
 @frozen(kw_only=True)
@@ -200,7 +236,10 @@ def structure(fields: dict[str, Any], cls: type, what: str) -> Any:
 
 def _missing(record: Any) -> str:
     """What a well-typed record still lacks that its kind's verdict reads (a pass with no count, a failure
-    with no error)."""
+    with no error, a count that is not a number)."""
+    work = getattr(record, "work", None)
+    if isinstance(work, WorkCount) and not work.finite():
+        return "a work count that is not finite"
     if isinstance(record, TraceCheck) and record.ok and record.work is None:
         return "a trace that passed with no work count"
     if isinstance(record, (LoadCheck, LoweringCheck)) and not record.ok and record.error is None:
@@ -208,6 +247,29 @@ def _missing(record: Any) -> str:
     if isinstance(record, IntegrityCheck) and not record.ok and not record.patched:
         return "an integrity failure that names nothing patched"
     return ""
+
+
+def plain(record: Any) -> Any:
+    """A record as the plain values the proof and the stored details read (every field, none a sender added)."""
+    return _converter.unstructure(record)
+
+
+def read(outcome: JobOutcome, kind: str) -> list[tuple[Any, list]]:
+    """Every ``kind`` message of ``outcome`` as (its record, its arrays), in the order sent. Only for an outcome
+    :func:`problem` has passed: a malformed header raises here."""
+    return [(decode(header), arrays) for header, arrays in outcome.all(kind)]
+
+
+def last(outcome: JobOutcome, kind: str) -> tuple[Any, list] | None:
+    """The last ``kind`` message as (record, arrays), or None (an outcome :func:`problem` has passed)."""
+    found = outcome.last(kind)
+    return None if found is None else (decode(found[0]), found[1])
+
+
+def checks(outcome: JobOutcome, *names: str) -> list[tuple[str, Any]]:
+    """The check messages named ``names`` (every check when none), as (name, record) in the order sent."""
+    return [(header["name"], decode(header)) for header, _ in outcome.all("check")
+            if not names or header["name"] in names]
 
 
 def problem(outcome: JobOutcome) -> str | None:

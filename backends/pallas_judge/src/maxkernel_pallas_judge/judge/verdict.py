@@ -71,13 +71,13 @@ class Verdict:
                           estimate=estimate, sandbox=sandbox, artifact=self.artifact, **extra)
 
     def _ended_badly(self, outcome: JobOutcome, who: str) -> Evaluation | None:
-        error = outcome.last("error")
+        error = _worker_error(outcome)
         if outcome.status == "timeout":
             return self.done(EvalStatus.TIMEOUT, f"no verdict within {self.limits.timeout_s:g} s (stuck during "
                              f"{outcome.stage or 'start-up'} in the {who}): look for an infinite loop or a grid far "
                              "too large")
-        if error and error[0].get("kind") == "memory":
-            return self.done(EvalStatus.CRASHED, f"{error[0]['message']} during {outcome.stage} in the {who}")
+        if error is not None and error.kind == "memory":
+            return self.done(EvalStatus.CRASHED, f"{error.message} during {outcome.stage} in the {who}")
         if outcome.status == "crashed":
             return self.done(EvalStatus.CRASHED, f"{who}: {crash_reason(outcome, self.limits)}")
         return None
@@ -95,51 +95,50 @@ class Verdict:
         early = self._load_and_integrity(traced)
         if early is not None:
             return early
-        trace = next((h for h, _ in traced.all("check") if h["name"] == "trace"), None)
-        if trace is None or not trace["ok"]:
+        trace = next((t for _, t in messages.checks(traced, "trace")), None)
+        if trace is None or not trace.ok:
             bad = self._ended_badly(traced, "tracer")
             if bad is not None:
                 return bad
-            error = traced.last("error")
-            err = (trace or {}).get("error") or {"type": "Error", "message": error[0]["message"] if error else "no trace"}
-            self.checks.append(CheckResult("trace", False, err["message"], {**err, "size": (trace or {}).get("size", 0)}))
-            line = f" (candidate line {err['line']})" if err.get("line") else ""
-            at = "full size" if not (trace or {}).get("size") else f"check size {trace['size']}"
-            failed = f"tracing computation() at {at} failed: {err['type']}: {err['message']}{line}{_hint(err)}"
-            refused = self._refused_at_full_size((trace or {}).get("work"))
+            error = _worker_error(traced)
+            err = (trace and trace.error) or messages.ErrorInfo(type="Error",
+                                                               message=error.message if error else "no trace")
+            size = trace.size if trace else 0
+            self.checks.append(CheckResult("trace", False, err.message, {**err.as_details(), "size": size}))
+            at = "full size" if not size else f"check size {size}"
+            failed = f"tracing computation() at {at} failed: {err.type}: {err.message}{_line(err)}{_hint(err)}"
+            refused = self._refused_at_full_size(trace.work if trace else None)
             if refused is not None:  # the full size's program is refused whatever the check size did: say that
                 return self.done(EvalStatus.REJECTED, f"{refused} (besides, {failed})")
             return self.done(EvalStatus.COMPILE_ERROR, failed)
         return self._after_trace(traced, trace)
 
-    def _refused_at_full_size(self, stats: dict[str, Any] | None) -> str | None:
+    def _refused_at_full_size(self, stats: messages.WorkCount | None) -> str | None:
         """The proof-of-kernel refusal of the full size's program by the tracer's own count (a count the candidate's
         process made: it may refuse, never pass), or None."""
-        if not stats:
+        if stats is None:
             return None
-        ok, why = proof.verdict({**stats, "unknown_ops": {}}, self.ref.program_work[0])
+        ok, why = proof.verdict({**stats.for_proof(), "unknown_ops": {}}, self.ref.program_work[0])
         if ok:
             return None
         self.checks.append(CheckResult("proof_of_kernel", False, why))
         return why
 
     def _load_and_integrity(self, traced: JobOutcome) -> Evaluation | None:
-        for header, _ in traced.all("check"):
-            name = header["name"]
-            if name == "load" and not header["ok"]:
-                err = header["error"]
-                self.checks.append(CheckResult("load", False, err["message"], err))
-                if err["type"] == "SystemExit":
-                    return self.done(EvalStatus.CRASHED, err["message"])
-                if err["type"] == "MemoryError":
+        for name, check in messages.checks(traced, "load", "integrity"):
+            if name == "load" and not check.ok:
+                err = check.error
+                self.checks.append(CheckResult("load", False, err.message, err.as_details()))
+                if err.type == "SystemExit":
+                    return self.done(EvalStatus.CRASHED, err.message)
+                if err.type == "MemoryError":
                     return self.done(EvalStatus.CRASHED, f"ran out of memory (limit {self.limits.memory_mb} MiB beyond the warmed-up runtime) "
-                                     f"while importing the module: {err['message']}")
-                line = f" (candidate line {err['line']})" if err.get("line") else ""
-                return self.done(EvalStatus.COMPILE_ERROR, f"importing the module failed: {err['type']}: "
-                                 f"{err['message']}{line}{_hint(err)}")
-            if name == "integrity" and not header["ok"]:
-                return self._patched(header["patched"], header["when"])
-        if any(h["name"] == "integrity" for h, _ in traced.all("check")):
+                                     f"while importing the module: {err.message}")
+                return self.done(EvalStatus.COMPILE_ERROR, f"importing the module failed: {err.type}: "
+                                 f"{err.message}{_line(err)}{_hint(err)}")
+            if name == "integrity" and not check.ok:
+                return self._patched(check.patched, check.when)
+        if messages.checks(traced, "integrity"):
             self.checks.append(CheckResult("load", True))
         return None
 
@@ -149,39 +148,38 @@ class Verdict:
         return self.done(EvalStatus.REJECTED, f"the module replaces {names} ({when}): candidates must not patch "
                          "libraries, timers or the harness")
 
-    def _after_trace(self, traced: JobOutcome, trace: dict[str, Any]) -> Evaluation:
-        if trace.get("patched"):
-            return self._patched(trace["patched"], "while tracing")
-        if trace.get("leftovers"):
-            left = ", ".join(trace["leftovers"][:5])
+    def _after_trace(self, traced: JobOutcome, trace: messages.TraceCheck) -> Evaluation:
+        if trace.patched:
+            return self._patched(trace.patched, "while tracing")
+        if trace.leftovers:
+            left = ", ".join(trace.leftovers[:5])
             self.checks.append(CheckResult("trace", False, f"left running: {left}"))
             return self.done(EvalStatus.REJECTED, f"the module left {left} running after its trace: a candidate "
                              "must not start threads or processes (they could act while it is judged)")
         self.checks.append(CheckResult("trace", True))
-        stats = trace["work"]
-        if stats["pallas_calls"] == 0 or stats["callbacks"]:  # nothing was sent on: its own word refuses it
+        stats = trace.work
+        if stats.pallas_calls == 0 or stats.callbacks:  # nothing was sent on: its own word refuses it
             return self.done(EvalStatus.REJECTED, self._refused_at_full_size(stats))
-        lowering = next((h for h, _ in traced.all("check") if h["name"] in ("compile", "export")), None)
-        if lowering is not None and not lowering["ok"]:
-            return self._lowering_failed(lowering)
+        lowering = next(((name, c) for name, c in messages.checks(traced, "compile", "export")), None)
+        if lowering is not None and not lowering[1].ok:
+            return self._lowering_failed(*lowering)
         bad = self._ended_badly(traced, "tracer")
         if bad is not None:
             return bad
-        if not _well_formed(traced.all("jaxpr"), len(self.ref.check_sizes)):
+        if not _well_formed(messages.read(traced, "jaxpr"), len(self.ref.check_sizes)):
             return self.done(EvalStatus.CRASHED, "the tracer did not send exactly one program for every size "
                              "(the full size, each check size, and the full size traced again)")
         checked = self.evaluator.check(self.task, self.target, self.ref, traced)
         return self._after_check(traced, checked)
 
-    def _lowering_failed(self, header: dict[str, Any]) -> Evaluation:
-        err = header["error"]
-        line = f" (candidate line {err['line']})" if err.get("line") else ""
-        compiled = header["name"] == "compile"
+    def _lowering_failed(self, name: str, check: messages.LoweringCheck) -> Evaluation:
+        err = check.error
+        compiled = name == "compile"
         name = self.platform.compile_check if compiled else "export"
-        self.checks.append(CheckResult(name, False, err["message"], {"error": err}, header.get("seconds")))
+        self.checks.append(CheckResult(name, False, err.message, {"error": err.as_details()}, check.seconds))
         what = f"{self.platform.label} compile for {self.target}" if compiled else "exporting the traced program"
-        error = CompileError(err.get("kind") or "lowering", err["message"], err.get("line"))
-        return self.done(EvalStatus.COMPILE_ERROR, f"{what} failed{line}: {err['message']}", compile_error=error)
+        error = CompileError(err.kind or "lowering", err.message, err.line)
+        return self.done(EvalStatus.COMPILE_ERROR, f"{what} failed{_line(err)}: {err.message}", compile_error=error)
 
     # --- the checker: facts from the exported program ------------------------------------
 
@@ -192,28 +190,28 @@ class Verdict:
         garbled = messages.problem(checked)
         if garbled is not None:  # the checker never holds candidate code: a bug of the judge's, said as one
             return self.done(EvalStatus.CRASHED, f"the checker sent {garbled}")
-        refused = checked.last("refused")
+        refused = messages.last(checked, "refused")
         if refused is not None:
-            self.checks.append(CheckResult("one_program", False, refused[0]["why"]))
-            return self.done(EvalStatus.REJECTED, refused[0]["why"])
+            self.checks.append(CheckResult("one_program", False, refused[0].why))
+            return self.done(EvalStatus.REJECTED, refused[0].why)
         self._read_program(checked)
-        lowering = next((h for h, _ in checked.all("check") if h["name"] == "compile" and not h["ok"]), None)
-        if lowering is not None and (lowering.get("size", 0) != 0 or not checked.all("work")):
-            return self._lowering_failed(lowering)  # the compiler refused it while lowering, here in the checker
-        works = {h["size"]: h for h, _ in checked.all("work")}
+        lowering = next((c for _, c in messages.checks(checked, "compile") if not c.ok), None)
+        if lowering is not None and (lowering.size != 0 or not checked.all("work")):
+            return self._lowering_failed("compile", lowering)  # the compiler refused it while lowering, here
+        works = {w.size: w.work for w, _ in messages.read(checked, "work")}
         if 0 not in works:
             return self._ended_badly(checked, "checker") or self.done(EvalStatus.CRASHED, "the checker counted no work")
-        full = works[0]["work"]
+        full = messages.plain(works[0])  # the checker's count, stored whole
         self.details["work"] = full
-        ok, why = proof.verdict(full, self.ref.program_work[0])
+        ok, why = proof.verdict(works[0].for_proof(), self.ref.program_work[0])
         self.checks.append(CheckResult("proof_of_kernel", ok, why, {"work": full}))
         if not ok:
             return self.done(EvalStatus.REJECTED, why)
-        comp = checked.last("check")
+        comp = messages.last(checked, "check")
         if comp is None:
             return self._ended_badly(checked, "checker") or self.done(EvalStatus.CRASHED, "no compile result")
         canonical = checked.last("canonical")
-        if canonical is not None and comp[0].get("ok"):
+        if canonical is not None and comp[0].ok:
             self.artifact = keep_artifact(canonical[1][0], self.evaluator.home)  # the program every later fact is about
         failed = self._compile(comp[0])
         if failed is not None:
@@ -225,25 +223,26 @@ class Verdict:
         bad = self._ended_badly(checked, "checker")
         return bad or self._correctness(traced, checked)
 
-    def _compile(self, comp: dict[str, Any]) -> Evaluation | None:
-        compile_details = {k: comp.get(k) for k in ("seconds", "memory", "cost", "device_kind", "error")}
+    def _compile(self, comp: messages.LoweringCheck) -> Evaluation | None:
+        compile_details = {"seconds": comp.seconds, "memory": comp.memory, "cost": comp.cost,
+                           "device_kind": comp.device_kind, "error": comp.error and comp.error.as_details()}
         self.details["compile"] = compile_details
-        if not comp["ok"]:
-            return self._lowering_failed({**comp, "name": "compile"})
-        self.checks.append(CheckResult(self.platform.compile_check, True, comp.get("summary")
-                                       or f"compiled for {comp.get('device_kind')}", compile_details, comp["seconds"]))
+        if not comp.ok:
+            return self._lowering_failed("compile", comp)
+        self.checks.append(CheckResult(self.platform.compile_check, True, comp.summary
+                                       or f"compiled for {comp.device_kind}", compile_details, comp.seconds))
         if self.estimate is not None:  # the compiled candidate shows what runs around the kernels
-            self.estimate = self.platform.with_glue(self.estimate, comp.get("program"))
+            self.estimate = self.platform.with_glue(self.estimate, comp.program)
             self.details["cost_model"] = self.platform.details(self.estimate, self.ref.xla_seconds)
         return None
 
-    def _small_program(self, header: dict[str, Any] | None, size: int) -> Evaluation | None:
-        if header is None:
+    def _small_program(self, work: messages.WorkCount | None, size: int) -> Evaluation | None:
+        if work is None:
             return self._ended_badly(self.outcome, "checker") or self.done(
                 EvalStatus.CRASHED, f"the checker did not reach check size {size}")
-        ok, why = proof.verdict(header["work"], self.ref.program_work[size], size=f"check size {size}")
+        ok, why = proof.verdict(work.for_proof(), self.ref.program_work[size], size=f"check size {size}")
         if not ok:
-            self.checks.append(CheckResult("proof_of_kernel", False, why, {"work": header["work"], "size": size}))
+            self.checks.append(CheckResult("proof_of_kernel", False, why, {"work": messages.plain(work), "size": size}))
             return self.done(EvalStatus.REJECTED, why)
         return None
 
@@ -251,15 +250,15 @@ class Verdict:
         """What the checker read of the program: its jaxpr-level work, and the cost model's estimate from its
         kernel description (in details whatever the verdict: the debugger uses it). Both from the checker,
         never from a message the candidate's process could write."""
-        traced = checked.last("traced_work")
+        traced = messages.last(checked, "traced_work")
         if traced is not None:
-            self.details["traced_work"] = traced[0]["work"]
-            self.details["vmem_bytes_estimate"] = traced[0]["work"].get("vmem_bytes")
-        described = checked.last("kernels")
-        if described is None or "error" in described[0]:
-            self.details["cost_model"] = {"error": described[0]["error"] if described else "no kernel description"}
+            self.details["traced_work"] = messages.plain(traced[0].work)
+            self.details["vmem_bytes_estimate"] = traced[0].work.vmem_bytes
+        described = messages.last(checked, "kernels")
+        if described is None or described[0].error is not None:
+            self.details["cost_model"] = {"error": described[0].error if described else "no kernel description"}
             return
-        self.estimate = self.platform.estimate(described[0]["kernels"], described[0]["chip"], self.target,
+        self.estimate = self.platform.estimate(described[0].kernels, described[0].chip, self.target,
                                                reference_flops=self.ref.matmul_floor,
                                                ideal_f32_passes=self.ref.needed_passes)
         self.details["cost_model"] = self.platform.details(self.estimate, self.ref.xla_seconds)
@@ -269,17 +268,18 @@ class Verdict:
         if not ref.sets:  # nothing was found wrong, and nothing was checked: never ok, never incorrect
             self.checks.append(CheckResult("correctness", False, ref.note or "not run"))
             return self.done(EvalStatus.UNVERIFIED, f"correctness was not checked: {ref.note or 'no input sets'}")
-        results = checked.all("outputs")
+        results = messages.read(checked, "outputs")
         worst_abs = worst_rel = 0.0
         per_set = []
-        for header, outputs in results:
-            index = header["index"]
+        for sent, outputs in results:
+            index = sent.index
             how = ref.sets[index]["how"]
-            if "error" in header:
-                err = header["error"]
-                self.checks.append(CheckResult("correctness", False, err["message"], {"set": index, "how": how, **err}))
-                return self.done(EvalStatus.INCORRECT, f"raised {err['type']} on input set {index} ({how}): "
-                                 f"{err['message']}", test=TestReport(cand.id, False, index, message=err["message"]))
+            if sent.error is not None:
+                err = sent.error
+                self.checks.append(CheckResult("correctness", False, err.message,
+                                               {"set": index, "how": how, **err.as_details()}))
+                return self.done(EvalStatus.INCORRECT, f"raised {err.type} on input set {index} ({how}): "
+                                 f"{err.message}", test=TestReport(cand.id, False, index, message=err.message))
             ok, why, d = compare(ref.outputs[index], outputs, task.atol, task.rtol)
             if not ok and index < len(ref.wide_outputs) and ref.wide_outputs[index]:
                 ok, why, d = arbitrate(ref.wide_outputs[index], outputs, why, d, task.atol, task.rtol)
@@ -325,15 +325,31 @@ class Verdict:
 def _well_formed(programs: list, check_sizes: int) -> bool:
     """Exactly one program per size, 0 (the full size) to ``check_sizes``, and the full size traced again:
     the tracer writes these messages, and the checker must read exactly these."""
-    first = sorted(h.get("size") for h, _ in programs if not h.get("again") and isinstance(h.get("size"), int))
-    again = [h for h, _ in programs if h.get("again")]
-    return (first == list(range(check_sizes + 1)) and len(again) == 1 and again[0].get("size") == 0
+    first = sorted(p.size for p, _ in programs if not p.again)
+    again = [p for p, _ in programs if p.again]
+    return (first == list(range(check_sizes + 1)) and len(again) == 1 and again[0].size == 0
             and len(programs) == check_sizes + 2 and all(len(payload) == 1 for _, payload in programs))
 
 
-def _hint(err: dict[str, Any]) -> str:
+def _hint(err: messages.ErrorInfo) -> str:
     """The installed jax's alternative to a name or signature the candidate used, as a sentence to act on."""
-    return f". API of the installed jax: {err['hint']}" if err.get("hint") else ""
+    return f". API of the installed jax: {err.hint}" if err.hint else ""
+
+
+def _line(err: messages.ErrorInfo) -> str:
+    return f" (candidate line {err.line})" if err.line else ""
+
+
+def _worker_error(outcome: JobOutcome) -> messages.WorkerError | None:
+    """The last error a worker reported, as its record; None when there is none or it is not one (a message
+    that is not what a worker sends says nothing about how the job ended)."""
+    found = outcome.last("error")
+    if found is None:
+        return None
+    try:
+        return messages.structure({k: v for k, v in found[0].items() if k != "type"}, messages.WorkerError, "error")
+    except ValueError:
+        return None
 
 
 def _precision_note(ref) -> str:
