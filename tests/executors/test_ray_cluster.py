@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 from maxkernel_core.store import RunStore
 
+from ..graph_run import BUDGET, GRAPH_TOML, SEED, uninterrupted_graph_run
 from ..helpers import run_cli
 from ..tpu_pallas.conftest import KERNELS, TASKS
 
 pytestmark = pytest.mark.slow
 
 RAY = Path(sys.executable).parent / "ray"
-GRAPH_OPTIONS = "[strategy.graph]\nbeam_width = 2\ndepth = 2\nexpansions = 2\n"
 #: No drain on SIGTERM at teardown (Ray waits 30 s by default for Serve replicas we do not have).
 NODE_ENV = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0", "RAY_USAGE_STATS_ENABLED": "0"}
 #: What a Ray worker process running an evaluation calls itself (Ray sets the title per method call).
@@ -48,7 +48,10 @@ def cluster():
     temp = Path(tempfile.mkdtemp(prefix="mkray-", dir="/tmp"))  # Ray's socket paths must stay short
     address = f"127.0.0.1:{free_port()}"
     small = ["--block", "--node-ip-address=127.0.0.1", "--num-cpus=1", f"--object-store-memory={200 * 10**6}",
-             "--disable-usage-stats", f"--dashboard-agent-listen-port={free_port()}"]
+             "--disable-usage-stats", f"--dashboard-agent-listen-port={free_port()}",
+             # no log monitors: each polled the session's log files at a quarter of a core for the whole module,
+             # on a 2-core machine, to forward workers' prints no test reads
+             "--include-log-monitor=False"]
     nodes = []
 
     def start(*args: str) -> None:
@@ -109,7 +112,7 @@ def evaluating_actors(node_groups: list[int]) -> list[int]:
             stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        ppid, pgid = int(stat[1]), int(stat[2])
+        ppid = int(stat[1])
         if cmdline.startswith(EVALUATING) and ppid > 0:
             try:
                 parent_pgid = int((Path("/proc") / str(ppid) / "stat").read_text().rsplit(")", 1)[1].split()[2])
@@ -121,11 +124,12 @@ def evaluating_actors(node_groups: list[int]) -> list[int]:
 
 
 def test_graph_search_on_ray_matches_local_and_survives_a_killed_worker(cluster, tmp_path):
-    (tmp_path / "maxkernel.toml").write_text(GRAPH_OPTIONS)
-    args = ["run", "--task", str(TASKS / "rmsnorm"), "--strategy", "graph", "--provider", "offline", "--seed", "0",
-            "--budget", "4"]
-    _, local = cli(tmp_path, "local", *args, "--out", str(tmp_path / "local-out"))
+    local_folder = uninterrupted_graph_run()  # the session's graph run on the local executor
+    local = RunStore(local_folder / "home" / "runs.db")
     local_run = local.list_runs(1)[0].id
+    (tmp_path / "maxkernel.toml").write_text(GRAPH_TOML)
+    args = ["run", "--task", str(TASKS / "rmsnorm"), "--strategy", "graph", "--provider", "offline", "--seed",
+            str(SEED), "--budget", str(BUDGET)]
 
     home = tmp_path / "ray"
     proc = subprocess.Popen([sys.executable, "-m", "maxkernel_core", *args, "--out", str(tmp_path / "ray-out"),
@@ -166,7 +170,7 @@ def test_graph_search_on_ray_matches_local_and_survives_a_killed_worker(cluster,
     assert lost["pid"] == killed and "Error" in lost["error"] and retried[0]["host"]["pid"] != killed
     assert len({w["host"]["node"] for w in where}) == 2  # both nodes judged candidates
     assert (tmp_path / "ray-out" / "kernel.py").read_text().split('"""', 2)[2] == \
-        (tmp_path / "local-out" / "kernel.py").read_text().split('"""', 2)[2]  # the same best kernel
+        (local_folder / "out" / "kernel.py").read_text().split('"""', 2)[2]  # the same best kernel
 
 
 def test_bench_of_ready_kernels_on_ray_matches_local(cluster, tmp_path):

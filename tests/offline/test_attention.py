@@ -80,7 +80,7 @@ def _attention_task(tmp_path, body: str, extra_inputs: str = "") -> Path:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("task_name", ["attention_causal", "attention_gqa_bias"])
-@pytest.mark.parametrize("target", ["v5e", "v6e"])
+@pytest.mark.parametrize("target", ["v5e", pytest.param("v6e", marks=pytest.mark.second_chip)])
 def test_attention_template_passes_the_cascade(tmp_path, task_name, target):
     session, backend = offline_session(tmp_path, TASKS / task_name, target)
     try:

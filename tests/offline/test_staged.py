@@ -333,7 +333,8 @@ def test_a_program_mostly_outside_its_matmul_is_declined_with_the_share(tmp_path
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("task_name, target", [("conv_batchnorm", "v5e"), ("conv_batchnorm", "v6e"),
+@pytest.mark.parametrize("task_name, target", [("conv_batchnorm", "v5e"),
+                                               pytest.param("conv_batchnorm", "v6e", marks=pytest.mark.second_chip),
                                                ("mlp_scan", "v5e"), ("attention_projected", "v6e"),
                                                ("paged_decode", "v6e"), ("grouped_experts", "v6e")])
 def test_staged_kernels_pass_the_cascade(tmp_path, task_name, target):

@@ -37,7 +37,7 @@ def offline_session(tmp_path, task_path, target="v5e"):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("task_name, template", [("rmsnorm", "rowwise"), ("matmul_bias_gelu", "matmul_epilogue")])
-@pytest.mark.parametrize("target", ["v5e", "v6e"])
+@pytest.mark.parametrize("target", ["v5e", pytest.param("v6e", marks=pytest.mark.second_chip)])
 def test_template_writes_a_kernel_that_passes_the_cascade(tmp_path, task_name, template, target):
     session, backend = offline_session(tmp_path, TASKS / task_name, target)
     try:

@@ -12,7 +12,7 @@ from maxkernel_core.store import RunStore
 from maxkernel_core import optimize
 
 from ..browser import shot
-from ..helpers import run_cli
+from ..graph_run import BUDGET, SEED, graph_cli, uninterrupted_graph_run
 from ..tpu_pallas.conftest import TASKS
 
 pytestmark = pytest.mark.slow
@@ -28,47 +28,32 @@ def structure(store: RunStore, run_id: str):
              by_id[n.parent_id].depth if n.parent_id else None) for n in nodes]
 
 
-def run_graph(tmp_path, name: str, seed: int = 0):
+def test_graph_search_same_seed_same_graph_exports_and_budget(tmp_path, uninterrupted):
+    """The same search through the API as the session's CLI run (same settings and seed): the same graph; its
+    exports written; the budget of 4 cutting the grandchildren's concurrent batch of 4 to one."""
+    graph, _, _ = uninterrupted
     settings = Settings()
-    settings.store.home = str(tmp_path / name)
-    # a beam of two at depth 2 from one child each: 4 evaluations, the smallest graph with a real beam
-    settings.strategy["graph"] = {"beam_width": 2, "depth": 2, "expansions": 1}
-    result = optimize(TASKS / "rmsnorm", settings=settings, strategy="graph", provider="offline", seed=seed,
-                      out=tmp_path / name / "out")
-    return result, RunStore(tmp_path / name / "runs.db")
-
-
-def test_graph_search_same_seed_same_graph_and_exports(tmp_path):
-    first, store_a = run_graph(tmp_path, "a")
-    second, store_b = run_graph(tmp_path, "b")
-    assert first.status == "ok" and first.best is not None
-    graph = structure(store_a, first.run_id)
-    assert graph == structure(store_b, second.run_id)
+    settings.store.home = str(tmp_path / "home")
+    settings.run.budget = BUDGET
+    settings.strategy["graph"] = {"beam_width": 2, "depth": 2, "expansions": 2}
+    result = optimize(TASKS / "rmsnorm", settings=settings, strategy="graph", provider="offline", seed=SEED,
+                      out=tmp_path / "out")
+    store = RunStore(tmp_path / "home" / "runs.db")
+    assert result.status == "ok" and result.best is not None
+    assert structure(store, result.run_id) == graph
     assert graph[0][:2] == (0, "root") and any(depth == 2 for depth, *_ in graph)
-    exported = json.loads((tmp_path / "a" / "out" / "graph.json").read_text())
+    assert len(store.evaluations(result.run_id)) == BUDGET == result.evaluations  # 1 + 2 + (4 cut to 1)
+    exported = json.loads((tmp_path / "out" / "graph.json").read_text())
     assert len(exported["nodes"]) == len(graph) and len(exported["edges"]) == len(graph) - 1
-    dot = (tmp_path / "a" / "out" / "graph.dot").read_text()
+    dot = (tmp_path / "out" / "graph.dot").read_text()
     assert dot.startswith("digraph search {") and "->" in dot and " us estimated" in dot
-    in_beam = [n for n in store_a.nodes(first.run_id) if n.in_beam]
+    in_beam = [n for n in store.nodes(result.run_id) if n.in_beam]
     assert 1 <= len(in_beam) <= 2 and all(n.score is not None for n in in_beam)
 
 
-GRAPH_TOML = "[strategy.graph]\nbeam_width = 2\ndepth = 2\nexpansions = 2\n"
-
-
-def _graph_cli(folder, env=None, resume=None):
-    folder.mkdir(exist_ok=True)
-    (folder / "maxkernel.toml").write_text(GRAPH_TOML)
-    args = ["run", "--task", str(TASKS / "rmsnorm"), "--strategy", "graph", "--provider", "offline",
-            "--out", str(folder / "out"), *(["--resume", resume] if resume else [])]
-    return run_cli(*args, cwd=folder, env={"MAXKERNEL_HOME": str(folder / "home"), **(env or {})}, timeout=900)
-
-
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("uninterrupted")
-    done = _graph_cli(folder)
-    assert done.returncode == 0, done.stderr
+def uninterrupted():
+    folder = uninterrupted_graph_run()
     store = RunStore(folder / "home" / "runs.db")
     return structure(store, store.list_runs(1)[0].id), _code(folder / "out" / "kernel.py"), folder / "home"
 
@@ -86,13 +71,13 @@ def test_killed_between_verdict_and_node_resumes_to_the_same_graph(tmp_path, uni
     injected there, not a race): the resumed run rebuilds every node and ends with the uninterrupted graph."""
     from maxkernel_core.session import KILL_AFTER_EVALUATIONS_ENV
 
-    killed = _graph_cli(tmp_path, env={KILL_AFTER_EVALUATIONS_ENV: str(killed_after)})
+    killed = graph_cli(tmp_path, env={KILL_AFTER_EVALUATIONS_ENV: str(killed_after)})
     assert killed.returncode == -9, killed.stderr
     store = RunStore(tmp_path / "home" / "runs.db")
     run_id = store.list_runs(1)[0].id
     assert len(store.evaluations(run_id)) == killed_after
     assert len(store.nodes(run_id)) < killed_after  # the fault left a verdict without its node
-    resumed = _graph_cli(tmp_path, resume=run_id)
+    resumed = graph_cli(tmp_path, resume=run_id)
     assert resumed.returncode == 0, resumed.stderr
     graph, kernel, _ = uninterrupted
     assert structure(store, run_id) == graph
@@ -129,17 +114,6 @@ def test_a_finished_graph_run_in_the_web_ui(uninterrupted, page):
         assert diff.startswith(f"--- {child.parent_id}") and re.search(r"^\+[A-Z_]+ = \d+", diff, re.MULTILINE)
         assert "def computation" in page.locator("#code").inner_text()
         shot(page, "ui-candidate")
-
-
-def test_the_budget_caps_a_concurrent_batch(tmp_path):
-    settings = Settings()
-    settings.store.home = str(tmp_path / "home")
-    settings.run.budget = 3
-    settings.strategy["graph"] = {"beam_width": 2, "depth": 3, "expansions": 4}
-    result = optimize(TASKS / "rmsnorm", settings=settings, strategy="graph", provider="offline",
-                      out=tmp_path / "out")
-    store = RunStore(tmp_path / "home" / "runs.db")
-    assert len(store.evaluations(result.run_id)) == 3 and result.evaluations == 3
 
 
 def test_parallel_independent_searches_explore_apart_and_judge_each_kernel_once(tmp_path):
