@@ -19,6 +19,8 @@ def test_run_writes_a_kernel_that_eval_passes(tmp_path):
                      "--out", str(out), "--budget", "2", env=env, timeout=600)
     assert result.returncode == 0, result.stderr
     assert f"Best kernel: {out / 'kernel.py'}" in result.stdout and "estimated by the backend's cost model" in result.stdout
+    # no terminal on stderr: each verdict is a line as it is stored, not only the live line's last frame
+    assert result.stderr.count(" -> ok") >= 1 and "  cand-" in result.stderr
     assert "report.html" in result.stdout and "<svg" in (out / "report.html").read_text()
     kernel = (out / "kernel.py").read_text()
     assert kernel.startswith('"""Best kernel of maxkernel run') and "us estimated for v5e" in kernel

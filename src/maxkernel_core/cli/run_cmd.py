@@ -36,7 +36,8 @@ from .run_result import report_result, result_json
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result on stdout "
               "(progress stays on stderr).")
 @click.option("-q", "--quiet", is_flag=True, help="No live line; print only the kernel's path (or errors).")
-@click.option("-v", "--verbose", is_flag=True, help="Print each verdict as it is stored, above the live line.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Print each verdict as it is stored, above the live line (always when stderr is not a terminal).")
 @click.option("--ui", is_flag=True, default=None, help="Serve the web UI while this runs (needs maxkernel[ui]); an "
               "interactive run's questions are answerable in the browser as well as here.")
 @executor_options
@@ -76,6 +77,8 @@ def _run_and_report(app: App, task_ref: str, resume: str | None, as_json: bool, 
 
     settings = app.settings
     console = console_for(stderr=True)
+    # Into a pipe or a log the live line is drawn once, when the run ends: a line per verdict says it is alive
+    verbose = verbose or not console.is_terminal
     progress = RunProgress(settings, Activity(), console, verbose=verbose and not quiet)
     interactive = app.pm.registries.get("strategy", settings.run.strategy).cls.interactive
     # Started before the display: a missing extra or an unreachable cluster is one plain line.
