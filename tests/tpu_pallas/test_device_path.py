@@ -73,7 +73,7 @@ def test_an_honest_kernel_is_checked_and_timed_on_the_chip(chip_evaluator, tiny,
     assert 0 < p.seconds <= timing["wall_median_s"] * 1.05
     assert ev.estimate is not None and ev.estimate.estimated  # the model's view stays beside it, labelled
     words = phrase(p)
-    assert "measured" in words and "measured/measured" in words and ("faster" in words or "slower" in words)
+    assert "measured" in words and "measured/measured" in words and any(w in words for w in ("faster", "slower", "level"))
     assert "measured on the chip" in sentence(p, "v5e")
 
 

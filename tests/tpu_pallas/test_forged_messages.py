@@ -125,3 +125,29 @@ def test_a_forged_count_is_refused_without_an_error_in_the_judge(tpu_backend, ta
     task = task_of("matmul")
     ev = tpu_backend.evaluate(task, Candidate(task.id, WRITES_THEN_EXITS.format(work=work)), target="v5e")
     assert ev.status == EvalStatus.REJECTED and says in ev.reason, (ev.status, ev.reason)
+
+
+ABSURD_VMEM_LIMIT = '''
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+
+def _kernel(x_ref, y_ref, o_ref):
+    o_ref[...] = jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32).astype(o_ref.dtype)
+
+
+def computation(x, y):
+    return pl.pallas_call(_kernel, out_shape=jax.ShapeDtypeStruct((x.shape[0], y.shape[1]), x.dtype),
+                          compiler_params=pltpu.CompilerParams(vmem_limit_bytes=10**400))(x, y)
+'''
+
+
+def test_a_kernel_description_the_cost_model_cannot_read_is_no_estimate_not_an_error(tpu_backend, task_of):
+    """The checker's description carries the numbers the candidate's program chose: a VMEM limit past a float's
+    range breaks the cost model, which leaves the verdict without an estimate, never the judge with an error."""
+    task = task_of("matmul")
+    ev = tpu_backend.evaluate(task, Candidate(task.id, ABSURD_VMEM_LIMIT), target="v5e")
+    assert ev.status != EvalStatus.OK and ev.estimate is None, (ev.status, ev.reason)
+    assert "cost model cannot read" in ev.details["cost_model"]["error"], ev.details.get("cost_model")

@@ -163,6 +163,11 @@ def test_the_proof_allows_the_references_unowned_dots_and_nothing_in_their_place
     twice = {**as_written, "glue_flops": 2 * DOT, "glue_elementwise": 0,
              "glue_dots": [{"shape": "1x256x128x128", "flops": DOT, "times": 1}] * 2}
     assert not verdict(twice, reference)[0]
+    # Counts past a float's range (nested data-dependent loops at their worst case): refused, not an error.
+    huge = {**as_written, "glue_flops": 10**400, "glue_elementwise": 10**400,
+            "glue_dots": [{"shape": "1x256x128x128", "flops": 10**400, "times": 10**400}]}
+    ok, why = verdict(huge, reference)
+    assert not ok and "outside pallas_call" in why
 
 
 def test_a_static_loop_inside_a_mosaic_kernel_counts_its_trips():

@@ -37,6 +37,7 @@ def test_what_an_honest_tracer_sends_reads_whole():
      "malformed check compile"),
     ({"type": "check", "name": "load", "ok": False, "error": {"type": "E", "message": "m", "hint": 3}},
      "malformed check load"),
+    ({"type": "check", "name": "compile", "ok": True, "seconds": float("nan")}, "compile time that is not finite"),
 ])
 def test_a_header_missing_what_the_verdict_reads_is_named(header, says):
     why = messages.problem(_outcome(header))
@@ -67,3 +68,15 @@ def test_a_compiles_figures_are_read_from_its_record():
     (_, compiled), = messages.checks(_outcome(header))
     assert (compiled.device_kind, compiled.memory, compiled.cost, compiled.program) == (
         "TPU v5 lite", {"argument_bytes": 4096}, {"flops": 8.0}, {"ops": []})
+
+
+def test_a_lowering_its_sender_did_not_time_is_stored_as_0_seconds():
+    """The tracer's export failure carries no time: the check stores 0, a number a stored run reads back."""
+    header = {"type": "check", "name": "export", "ok": False, "size": 0, "error": {"type": "E", "message": "m"}}
+    (_, export), = messages.checks(_outcome(header))
+    assert export.seconds == 0.0
+
+
+def test_a_count_past_a_floats_range_is_a_number_not_a_malformed_message():
+    header = {"type": "work", "size": 0, "work": {**WORK, "glue_flops": 10**400}}
+    assert messages.problem(_outcome(header)) is None

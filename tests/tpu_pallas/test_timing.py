@@ -126,10 +126,12 @@ def test_the_tracer_must_hand_over_exactly_one_program_per_size():
     size's second trace."""
     from maxkernel_pallas_judge.judge.verdict import _well_formed
 
+    from maxkernel_pallas_judge.judge.messages import Program
+
     blob = np.zeros(4, np.uint8)
-    good = [({"size": 0}, [blob]), ({"size": 1}, [blob]), ({"size": 0, "again": True}, [blob])]
+    good = [(Program(size=0), [blob]), (Program(size=1), [blob]), (Program(size=0, again=True), [blob])]
     assert _well_formed(good, 1)
-    assert not _well_formed([({"size": -1}, [blob]), *good], 1)  # one the checker would sort first
+    assert not _well_formed([(Program(size=-1), [blob]), *good], 1)  # one the checker would sort first
     assert not _well_formed([good[0], *good], 1)  # two full-size programs
     assert not _well_formed(good[:2], 1)  # no second trace
-    assert not _well_formed([good[0], ({"size": 1}, [blob, blob]), good[2]], 1)  # two blobs in one message
+    assert not _well_formed([good[0], (Program(size=1), [blob, blob]), good[2]], 1)  # two blobs in one message

@@ -186,7 +186,7 @@ def measured_profile(verdict, header: Timed, trace, chip, kind: str) -> tuple[Pr
     top = ", ".join(f"{name} {seconds * 1e6:,.1f} us" for name, seconds in measured.top_ops[:3])
     diagnosis = (f"measured: the costliest ops per call are {top}; {measured.wait_share:.0%} of the "
                  "device time is DMA or semaphore waits",
-                 *(f"(cost model) {line}" for line in (verdict.platform.diagnose(est) if est is not None else [])))
+                 *(f"(cost model) {line}" for line in (verdict.modelled(lambda: verdict.platform.diagnose(est)) or [])))
     return Profile(verdict.cand.id, "device_trace", False, measured.median_s, chip.timing.median_s, "",
                    diagnosis, {**timing, "cost_model": verdict.details.get("cost_model")},
                    roofline_fraction=mine.roofline_fraction, achieved=mine,

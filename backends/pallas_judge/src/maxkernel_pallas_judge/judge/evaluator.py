@@ -264,11 +264,14 @@ class Evaluator:
         described = messages.last(traced, "kernels")
         if described is None or described[0].error is not None or not described[0].kernels:
             return None
-        try:  # the tracer's description: the candidate's process wrote it, so it may hold anything
-            est = self.platform.estimate(described[0].kernels, described[0].chip, target,
-                                         reference_flops=ref.matmul_floor, ideal_f32_passes=ref.needed_passes)
+        try:  # the tracer's description: the candidate's process wrote it, so any number in it may be absurd
+            return self._fit(described[0], ref, target)
         except Exception:
             return None
+
+    def _fit(self, described, ref: ReferenceData, target: str) -> Fit:
+        est = self.platform.estimate(described.kernels, described.chip, target,
+                                     reference_flops=ref.matmul_floor, ideal_f32_passes=ref.needed_passes)
         worst = max(est.kernels, key=lambda k: k.vmem_bytes / max(k.vmem_limit_bytes, 1))
         fits = self.platform.fits(est)
         reason = (f"{worst.name}'s blocks need {worst.vmem_bytes / 2**20:.1f} MiB of {self.platform.memory_name}, "

@@ -99,7 +99,7 @@ class WorkCount:
         """Every count the proof computes with is a finite number (JSON's Infinity and NaN parse as floats)."""
         numbers = [self.glue_flops, self.glue_elementwise, self.kernel_flops, *self.glue_ops.values(),
                    *(x for d in self.glue_dots for x in (d.flops, d.times))]
-        return all(math.isfinite(x) for x in numbers)
+        return all(isinstance(x, int) or math.isfinite(x) for x in numbers)  # an int is finite, however large
 
 
 @frozen(kw_only=True)
@@ -131,7 +131,8 @@ class LoweringCheck:
 
     ok: bool
     size: int = 0
-    seconds: float | None = None
+    #: 0 where the sender did not time it (the tracer's export): a check's seconds are stored as a number
+    seconds: float = 0.0
     error: ErrorInfo | None = None
     #: a compile's figures (the platform's ``compile_exported``): the device, its memory and cost analyses,
     #: the compiled program's ops (the code around the kernels), and the sentence a platform says instead
@@ -240,6 +241,8 @@ def _missing(record: Any) -> str:
     work = getattr(record, "work", None)
     if isinstance(work, WorkCount) and not work.finite():
         return "a work count that is not finite"
+    if isinstance(record, LoweringCheck) and not math.isfinite(record.seconds):
+        return "a compile time that is not finite"
     if isinstance(record, TraceCheck) and record.ok and record.work is None:
         return "a trace that passed with no work count"
     if isinstance(record, (LoadCheck, LoweringCheck)) and not record.ok and record.error is None:

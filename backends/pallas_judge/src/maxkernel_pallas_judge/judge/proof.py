@@ -29,16 +29,24 @@ MAX_GLUE_MATMUL_SHARE = 0.02
 #: At most this share of the reference's work (FLOPs + element-ops) may run outside kernels:
 #: a bias broadcast or a final reshape is fine, the bulk of a norm or softmax is not.
 MAX_GLUE_WORK_SHARE = 0.25
+#: A count past any real program's (``hlo_work`` counts in Python ints: nested data-dependent loops charged
+#: at a worst case can pass what a float holds). Clamped to it, a count still fails every limit.
+MOST_WORK = 1e300
+
+
+def _count(value) -> float:
+    """A work count as a float, clamped: never an OverflowError for an int past a float's range."""
+    return float(min(value, MOST_WORK))
 
 
 def _reference_work(reference: dict[str, Any]) -> tuple[float, float]:
     """(matmul FLOPs, all work) the kernel must own: the whole reference program (it has no kernels, so all
     of it is 'glue'), or with ``kernel_owns`` the work inside that scope."""
     if "owned_flops" in reference:
-        flops = float(reference["owned_flops"])
-        return flops, flops + float(reference.get("owned_elementwise", 0))
-    flops = float(reference.get("glue_flops", 0))
-    return flops, flops + float(reference.get("glue_elementwise", 0))
+        flops = _count(reference["owned_flops"])
+        return flops, flops + _count(reference.get("owned_elementwise", 0))
+    flops = _count(reference.get("glue_flops", 0))
+    return flops, flops + _count(reference.get("glue_elementwise", 0))
 
 
 def allowed_glue(stats: dict[str, Any], reference: dict[str, Any]) -> tuple[float, float]:
@@ -56,8 +64,8 @@ def allowed_glue(stats: dict[str, Any], reference: dict[str, Any]) -> tuple[floa
         times = min(int(dot["times"]), budget.get(dot["shape"], 0))
         if times:
             budget[dot["shape"]] -= times
-            matched += dot["flops"] * times / max(int(dot["times"]), 1)
-    unowned_elementwise = float(reference.get("glue_elementwise", 0)) - float(reference.get("owned_elementwise", 0))
+            matched += _count(dot["flops"]) * (times / max(int(dot["times"]), 1))
+    unowned_elementwise = _count(reference.get("glue_elementwise", 0)) - _count(reference.get("owned_elementwise", 0))
     return matched, max(unowned_elementwise, 0.0)
 
 
@@ -74,7 +82,7 @@ def verdict(stats: dict[str, Any], reference: dict[str, Any], size: str = "full 
                        "outside a kernel; move them into the kernel")
     ref_flops, ref_work = _reference_work(reference)
     free_flops, free_elementwise = allowed_glue(stats, reference)
-    glue_flops = float(stats["glue_flops"]) - free_flops
+    glue_flops = _count(stats["glue_flops"]) - free_flops
     loops = (f" (with {stats['unbounded_loops']} data-dependent loop(s) charged at a worst case)"
              if stats.get("unbounded_loops") else "")
     if glue_flops > MAX_GLUE_MATMUL_SHARE * max(ref_flops, 1.0):
@@ -82,7 +90,7 @@ def verdict(stats: dict[str, Any], reference: dict[str, Any], size: str = "full 
         return False, (f"matmul/conv FLOPs ({glue_flops:.3g}, {share:.0%} of the reference's {ref_flops:.3g}{loops}) "
                        f"run in jnp outside pallas_call at {size} (limit {MAX_GLUE_MATMUL_SHARE:.0%}): move the dot "
                        "products into the kernel")
-    glue_work = glue_flops + max(float(stats["glue_elementwise"]) - free_elementwise, 0.0)
+    glue_work = glue_flops + max(_count(stats["glue_elementwise"]) - free_elementwise, 0.0)
     if glue_work > MAX_GLUE_WORK_SHARE * max(ref_work, 1.0):
         ops = ", ".join(sorted(stats.get("glue_ops", {}), key=lambda k: -stats["glue_ops"][k])[:6])
         return False, (f"{glue_work / max(ref_work, 1):.0%} (of the reference's work) of the arithmetic runs in jnp "

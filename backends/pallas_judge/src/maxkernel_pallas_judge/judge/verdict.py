@@ -64,11 +64,26 @@ class Verdict:
         outcome = self.outcome
         if outcome is not None and outcome.log_tail and status in (EvalStatus.CRASHED, EvalStatus.TIMEOUT):
             self.details["log_tail"] = outcome.log_tail[-1500:]
-        estimate = None if self.estimate is None else self.platform.profile(
-            self.cand.id, self.estimate, self.ref.xla_seconds, _precision_note(self.ref))
+        estimate = self.modelled(lambda: self.platform.profile(self.cand.id, self.estimate, self.ref.xla_seconds,
+                                                             _precision_note(self.ref)))
         sandbox = self.details.get("sandbox") or ""
         return Evaluation(self.cand.id, status, reason, tuple(self.checks), self.details, target=self.target,
                           estimate=estimate, sandbox=sandbox, artifact=self.artifact, **extra)
+
+    def modelled(self, fn, *, founding: bool = False):
+        """``fn()`` of the cost model on the current estimate (or, ``founding``, making it), or None. The model
+        reads the kernels' description, whose numbers the candidate's program chose (a VMEM limit of 10**400,
+        say): a failure there leaves the verdict without an estimate, said in its details, never with the
+        judge's own exception."""
+        if self.estimate is None and not founding:
+            return None
+        try:
+            return fn()
+        except Exception as exc:
+            self.estimate = None
+            self.details["cost_model"] = {"error": f"the cost model cannot read the program's kernels: "
+                                                   f"{type(exc).__name__}: {exc}"[:500]}
+            return None
 
     def _ended_badly(self, outcome: JobOutcome, who: str) -> Evaluation | None:
         error = _worker_error(outcome)
@@ -231,9 +246,9 @@ class Verdict:
             return self._lowering_failed("compile", comp)
         self.checks.append(CheckResult(self.platform.compile_check, True, comp.summary
                                        or f"compiled for {comp.device_kind}", compile_details, comp.seconds))
-        if self.estimate is not None:  # the compiled candidate shows what runs around the kernels
-            self.estimate = self.platform.with_glue(self.estimate, comp.program)
-            self.details["cost_model"] = self.platform.details(self.estimate, self.ref.xla_seconds)
+        # the compiled candidate shows what runs around the kernels
+        self.estimate = self.modelled(lambda: self.platform.with_glue(self.estimate, comp.program))
+        self._describe_estimate()
         return None
 
     def _small_program(self, work: messages.WorkCount | None, size: int) -> Evaluation | None:
@@ -258,10 +273,15 @@ class Verdict:
         if described is None or described[0].error is not None:
             self.details["cost_model"] = {"error": described[0].error if described else "no kernel description"}
             return
-        self.estimate = self.platform.estimate(described[0].kernels, described[0].chip, self.target,
-                                               reference_flops=self.ref.matmul_floor,
-                                               ideal_f32_passes=self.ref.needed_passes)
-        self.details["cost_model"] = self.platform.details(self.estimate, self.ref.xla_seconds)
+        self.estimate = self.modelled(lambda: self.platform.estimate(
+            described[0].kernels, described[0].chip, self.target, reference_flops=self.ref.matmul_floor,
+            ideal_f32_passes=self.ref.needed_passes), founding=True)
+        self._describe_estimate()
+
+    def _describe_estimate(self) -> None:
+        details = self.modelled(lambda: self.platform.details(self.estimate, self.ref.xla_seconds))
+        if details is not None:
+            self.details["cost_model"] = details
 
     def _correctness(self, traced: JobOutcome, checked: JobOutcome) -> Evaluation:
         ref, task, cand = self.ref, self.task, self.cand
@@ -308,8 +328,8 @@ class Verdict:
         ref = self.ref
         if ref.chip is None:
             self.details["timing"] = ref.chip_note or f"not measured: no {self.platform.label} attached"
-            profile = None if self.estimate is None else self.platform.profile(
-                self.cand.id, self.estimate, ref.xla_seconds, _precision_note(ref))
+            profile = self.modelled(lambda: self.platform.profile(self.cand.id, self.estimate, ref.xla_seconds,
+                                                                _precision_note(ref)))
             return self.done(EvalStatus.OK, msg, test=report, profile=profile)
         from .chip_verdict import judge_on_chip
 
