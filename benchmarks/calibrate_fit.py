@@ -3,11 +3,11 @@
     .venv/bin/python benchmarks/calibrate_fit.py [--write] [--cache DIR] [--points]
     .venv/bin/python benchmarks/calibrate_fit.py --measured FILE [--write]
 
-The fit sets (package data, each with its source: profiling/calibration/data/)
+The fit sets (package data, each with its source: costmodel/calibration/data/)
 are rebuilt as programs and described by the model (traces and deviceless
 compiles, about 6 minutes on 2 cores the first time, cached in --cache), then
-fitted stage by stage as profiling/calibration/plan.py says. --write puts the
-fitted values, and where each came from, into profiling/chips/*.toml. JAXBench's
+fitted stage by stage as costmodel/calibration/plan.py says. --write puts the
+fitted values, and where each came from, into costmodel/chips/*.toml. JAXBench's
 timings are never used here: benchmarks/speed_validation.py holds the result
 against them.
 
@@ -29,11 +29,11 @@ from pathlib import Path
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 
-from maxkernel_tpu_pallas.profiling.calibration.fit import fit, summarize  # noqa: E402
-from maxkernel_tpu_pallas.profiling.calibration.fitset import build_points  # noqa: E402
-from maxkernel_tpu_pallas.profiling.calibration.plan import START, STAGES, TRANSFERS, write_model_section  # noqa: E402
-from maxkernel_tpu_pallas.profiling.chip import chip_figures  # noqa: E402
-from maxkernel_tpu_pallas.profiling.params import FITTED, shipped_params  # noqa: E402
+from maxkernel_tpu_pallas.costmodel.calibration.fit import fit, summarize  # noqa: E402
+from maxkernel_tpu_pallas.costmodel.calibration.fitset import build_points  # noqa: E402
+from maxkernel_tpu_pallas.costmodel.calibration.plan import START, STAGES, TRANSFERS, write_model_section  # noqa: E402
+from maxkernel_tpu_pallas.costmodel.chip import chip_figures  # noqa: E402
+from maxkernel_tpu_pallas.costmodel.params import FITTED, shipped_params  # noqa: E402
 from maxkernel_tpu_pallas.targets import TARGETS  # noqa: E402
 
 DEFAULT_CACHE = Path(os.environ.get("MAXKERNEL_HOME", Path.home() / ".cache" / "maxkernel")) / "calibration-points"
@@ -83,13 +83,13 @@ def model_values(fitted: dict[str, dict]) -> dict[str, tuple[dict, dict]]:
             stage, result = fitted[target]["stage"], fitted[target]["result"]
             for name, value in result.values.items():
                 values[name] = value
-                sources[name] = (f"fitted {today} on {', '.join(stage.sources)} (profiling/calibration/data/: each "
+                sources[name] = (f"fitted {today} on {', '.join(stage.sources)} (costmodel/calibration/data/: each "
                                  "file names its public source and commit) by benchmarks/calibrate_fit.py")
         out[target] = (values, sources)
     for (target, name), (origin, why) in TRANSFERS.items():
         if origin in fitted or out[origin][1][name].startswith("transferred"):
             out[target][0][name] = out[origin][0][name]
-            there = out[origin][1][name].split(" (profiling/")[0]
+            there = out[origin][1][name].split(" (costmodel/")[0]
             out[target][1][name] = f"transferred from {origin} ({why}); {origin}: {there}"
     return out
 
@@ -117,7 +117,7 @@ def fit_measured(path: Path, write: bool) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--write", action="store_true", help="write the fitted values into profiling/chips/*.toml")
+    parser.add_argument("--write", action="store_true", help="write the fitted values into costmodel/chips/*.toml")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="where the built points are cached")
     parser.add_argument("--points", action="store_true", help="print every point's residual, not the worst five")
     parser.add_argument("--measured", type=Path, help="fit one generation on micro-suite timings measured on its chip")

@@ -19,9 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-from maxkernel_tpu_pallas.profiling.costmodel import estimate  # noqa: E402
+from maxkernel_tpu_pallas.costmodel.costmodel import estimate  # noqa: E402
 from maxkernel_pallas_judge.profiling.extract import describe_kernels
-from maxkernel_tpu_pallas.profiling.chip import chip_figures  # noqa: E402
+from maxkernel_tpu_pallas.costmodel.chip import chip_figures  # noqa: E402
 from tests.tpu_pallas.test_costmodel import matmul  # noqa: E402
 
 

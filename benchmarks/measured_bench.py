@@ -52,7 +52,7 @@ def done_tasks(results: Path) -> set[str]:
 def record(task, ev, target: str, wall_s: float) -> dict:
     """One task's line: the verdict, the measured and estimated figures, and who is wrong where it failed."""
     import jax
-    from maxkernel_tpu_pallas.profiling.calibration.validation import operator_class
+    from maxkernel_tpu_pallas.costmodel.calibration.validation import operator_class
 
     p, est = ev.profile, ev.estimate
     measured = p is not None and not p.estimated
@@ -83,7 +83,7 @@ def _backend(jobs: int):
 
 def judge_one(backend, folder: Path, kernel: Path, target: str) -> dict:
     """One task's verdict as a results line (a reference that fails is named and kept)."""
-    from maxkernel_tpu_pallas.profiling.calibration.validation import operator_class
+    from maxkernel_tpu_pallas.costmodel.calibration.validation import operator_class
 
     from maxkernel_core import Candidate
     from maxkernel_core.errors import TaskError

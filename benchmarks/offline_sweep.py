@@ -73,7 +73,7 @@ def class_lines(results) -> list[str]:
     validation groups them), beside its target where the issue sets one."""
     import math
 
-    from maxkernel_tpu_pallas.profiling.calibration.validation import operator_class
+    from maxkernel_tpu_pallas.costmodel.calibration.validation import operator_class
 
     groups: dict[str, list[float]] = {}
     for r in results:

@@ -24,11 +24,11 @@ os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 import numpy as np  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 
-from maxkernel_tpu_pallas.profiling.calibration.fit import predict, summarize  # noqa: E402
-from maxkernel_tpu_pallas.profiling.calibration.fitset import cached  # noqa: E402
-from maxkernel_tpu_pallas.profiling.calibration.validation import expert_points, geomean, reference_points  # noqa: E402
-from maxkernel_tpu_pallas.profiling.chip import chip_figures  # noqa: E402
-from maxkernel_tpu_pallas.profiling.params import shipped_params  # noqa: E402
+from maxkernel_tpu_pallas.costmodel.calibration.fit import predict, summarize  # noqa: E402
+from maxkernel_tpu_pallas.costmodel.calibration.fitset import cached  # noqa: E402
+from maxkernel_tpu_pallas.costmodel.calibration.validation import expert_points, geomean, reference_points  # noqa: E402
+from maxkernel_tpu_pallas.costmodel.chip import chip_figures  # noqa: E402
+from maxkernel_tpu_pallas.costmodel.params import shipped_params  # noqa: E402
 
 DEFAULT_CACHE = Path(os.environ.get("MAXKERNEL_HOME", Path.home() / ".cache" / "maxkernel")) / "calibration-points"
 SUITE = Path(__file__).resolve().parents[1] / "jaxbench"

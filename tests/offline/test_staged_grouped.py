@@ -182,7 +182,7 @@ def test_the_planner_describes_the_grouped_kernel_the_judge_extracts():
     assert planned[0]["dynamic_axes"] == extracted[0]["dynamic_axes"] == [1]
     # ranked as the judge estimates it: the item axis charged the trips that reach the reference's matmul work
     # (its 16 windows of 128 rows: 2,048 rows of products, 8 tiles of 256), not one
-    from maxkernel_tpu_pallas.profiling.costmodel import resolve_dynamic_grid
+    from maxkernel_tpu_pallas.costmodel.costmodel import resolve_dynamic_grid
 
     assert spec.matmul_flops == 2 * 16 * 128 * 256 * 256
     assert resolve_dynamic_grid(planned[0], spec.matmul_flops)["grid"] == [1, 8, 1]

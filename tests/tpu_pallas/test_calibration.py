@@ -7,11 +7,11 @@ import tomllib
 
 import pytest
 
-from maxkernel_tpu_pallas.profiling.calibration.fit import fit, predict
-from maxkernel_tpu_pallas.profiling.calibration.fitset import DATA, load_data
-from maxkernel_tpu_pallas.profiling.calibration.plan import STAGES
-from maxkernel_tpu_pallas.profiling.chip import chip_figures
-from maxkernel_tpu_pallas.profiling.params import CHIPS_DIR, FITTED, model_params, shipped_params
+from maxkernel_tpu_pallas.costmodel.calibration.fit import fit, predict
+from maxkernel_tpu_pallas.costmodel.calibration.fitset import DATA, load_data
+from maxkernel_tpu_pallas.costmodel.calibration.plan import STAGES
+from maxkernel_tpu_pallas.costmodel.chip import chip_figures
+from maxkernel_tpu_pallas.costmodel.params import CHIPS_DIR, FITTED, model_params, shipped_params
 
 from ..helpers import run_cli
 from .conftest import KERNELS, TASKS
@@ -24,7 +24,7 @@ TRUTH = {"step_overhead_s": 8e-7, "dma_efficiency": 0.7, "mxu_efficiency": 0.9, 
 
 @pytest.fixture(scope="module")
 def described_suite():
-    from maxkernel_tpu_pallas.profiling.calibration.microbench import describe_suite
+    from maxkernel_tpu_pallas.costmodel.calibration.microbench import describe_suite
 
     return describe_suite("v6e", log=lambda *_: None)
 
@@ -118,8 +118,8 @@ def test_the_shipped_v5e_parameters_predict_public_v5e_timings_they_were_not_fit
     """A sample of the matmul guide's points (public v5e timings), rebuilt and predicted with the shipped v5e
     parameters, which were fitted on the chip's own micro-suite and never on these: within 1.25x (0.84-0.97 when
     the parameters were fitted, 2026-12-06; the guide's 128-blocks run slower than the lent chip ran them)."""
-    from maxkernel_tpu_pallas.profiling.calibration.fitset import describe
-    from maxkernel_tpu_pallas.profiling.calibration.programs import tiled_matmul
+    from maxkernel_tpu_pallas.costmodel.calibration.fitset import describe
+    from maxkernel_tpu_pallas.costmodel.calibration.programs import tiled_matmul
     import jax
 
     rows = [p for p in load_data("pallas_matmul_guide_v5e")["points"]

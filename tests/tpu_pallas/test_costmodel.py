@@ -8,12 +8,12 @@ import pytest
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from maxkernel_tpu_pallas.judge.compile import compile_for_target
-from maxkernel_tpu_pallas.profiling.costmodel import estimate, generation_constants, tile_padded_bytes, with_glue
-from maxkernel_tpu_pallas.profiling.diagnosis import diagnose
+from maxkernel_tpu_pallas.platform.compile import compile_for_target
+from maxkernel_tpu_pallas.costmodel.costmodel import estimate, generation_constants, tile_padded_bytes, with_glue
+from maxkernel_tpu_pallas.costmodel.diagnosis import diagnose
 from maxkernel_pallas_judge.profiling.extract import describe_kernels
-from maxkernel_tpu_pallas.profiling.chip import chip_figures
-from maxkernel_tpu_pallas.profiling.params import shipped_params
+from maxkernel_tpu_pallas.costmodel.chip import chip_figures
+from maxkernel_tpu_pallas.costmodel.params import shipped_params
 
 KIB, MIB = 1 << 10, 1 << 20
 
@@ -193,8 +193,8 @@ def test_mxu_padding_waste_is_reported():
 
 
 def test_code_around_the_kernels_is_costed_by_the_xla_model_of_the_compiled_candidate():
-    from maxkernel_tpu_pallas.profiling.calibration.fitset import compiled_program
-    from maxkernel_tpu_pallas.profiling.hlo_program import describe_program
+    from maxkernel_tpu_pallas.costmodel.calibration.fitset import compiled_program
+    from maxkernel_tpu_pallas.costmodel.hlo_program import describe_program
 
     kernel = matmul(256, 256, 512)
     x, y = sds((1024, 2048)), sds((2048, 512))
@@ -275,7 +275,7 @@ def test_a_grid_axis_sized_at_run_time_is_charged_the_trips_of_the_reference_wor
     assert est.kernels[0].steps == 32 and est.kernels[0].grid == [32]  # 4096 rows in 128-row tiles
     unsized = estimate([desc], chip_figures("v6e"), "v6e")
     assert unsized.kernels[0].steps == 1  # no reference count: a lower bound, and said so below
-    from maxkernel_tpu_pallas.profiling.costmodel import resolve_dynamic_grid
+    from maxkernel_tpu_pallas.costmodel.costmodel import resolve_dynamic_grid
 
     assert "lower bound" in resolve_dynamic_grid(desc, None)["dynamic_note"]
 
@@ -335,7 +335,7 @@ def test_a_run_time_loop_in_a_body_is_charged_the_trips_of_the_reference_work(ne
     kernel doing 8 blocks of work was estimated at one. Now its trips reach the reference's work (8 here);
     with no reference count it stays at one trip and says that is a lower bound. An outer run-time loop with
     no matmul of its own stays at one trip (nothing to size it by)."""
-    from maxkernel_tpu_pallas.profiling.costmodel import resolve_dynamic_grids
+    from maxkernel_tpu_pallas.costmodel.costmodel import resolve_dynamic_grids
 
     closed = jax.make_jaxpr(lambda x, y, n: _run_time_loop(x, y, n, copies_in_outer_loop=nested))(
         *RUN_TIME_LOOP_ARGS)

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from maxkernel_tpu_pallas.profiling.precision import evaluate, reference_precision
+from maxkernel_tpu_pallas.costmodel.precision import evaluate, reference_precision
 
 from .conftest import TASKS
 

@@ -9,11 +9,11 @@ import pytest
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from maxkernel_tpu_pallas.profiling.costmodel import estimate
+from maxkernel_tpu_pallas.costmodel.costmodel import estimate
 from maxkernel_pallas_judge.profiling.extract import describe_kernels
-from maxkernel_tpu_pallas.profiling.chip import chip_figures
-from maxkernel_tpu_pallas.profiling.params import shipped_params
-from maxkernel_tpu_pallas.profiling.units import compute_seconds
+from maxkernel_tpu_pallas.costmodel.chip import chip_figures
+from maxkernel_tpu_pallas.costmodel.params import shipped_params
+from maxkernel_tpu_pallas.costmodel.units import compute_seconds
 
 BLOCK = 128
 
@@ -131,7 +131,7 @@ def test_a_vmapped_kernel_reads_its_own_program_ids():
 
 
 def test_a_grid_sized_by_constants_is_known_before_it_runs():
-    from maxkernel_tpu_pallas.profiling.calibration.programs import megablox
+    from maxkernel_tpu_pallas.costmodel.calibration.programs import megablox
 
     sizes = np.array([300, 0, 500, 224], np.int32)
     fn = megablox(sizes, (128, 256, 256))
@@ -149,9 +149,9 @@ def test_the_ragged_paged_expert_is_charged_its_key_block_loop_at_the_reference_
     (every sequence's 4,096 keys: 4 blocks of 1,024), which charges the loop 4 trips, as a candidate's are."""
     from pathlib import Path
 
-    from maxkernel_tpu_pallas.profiling.calibration.fitset import describe
-    from maxkernel_tpu_pallas.profiling.calibration.validation import EXPERTS, reference_matmul_flops
-    from maxkernel_tpu_pallas.profiling.costmodel import resolve_dynamic_grids
+    from maxkernel_tpu_pallas.costmodel.calibration.fitset import describe
+    from maxkernel_tpu_pallas.costmodel.calibration.validation import EXPERTS, reference_matmul_flops
+    from maxkernel_tpu_pallas.costmodel.costmodel import resolve_dynamic_grids
 
     task = "7p_Ragged_Paged_Attention"
     flops = reference_matmul_flops(Path(__file__).resolve().parents[2] / "jaxbench" / task)

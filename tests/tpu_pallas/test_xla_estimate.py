@@ -6,7 +6,7 @@ import attrs
 import pytest
 
 from maxkernel_pallas_judge.judge.evaluator import ReferenceData
-from maxkernel_tpu_pallas.profiling.params import shipped_params
+from maxkernel_tpu_pallas.costmodel.params import shipped_params
 from maxkernel_tpu_pallas.tpu_platform import TPU
 
 CHIP = {"mem_bw_bytes_per_second": 8.2e11, "bf16_ops_per_second": 1.97e14, "mxu_column_size": 128, "num_mxus": 4}
@@ -55,7 +55,7 @@ def test_programs_are_compiled_with_the_layouts_a_device_gives_their_arguments_a
     from jax import lax
     from jax.sharding import SingleDeviceSharding
 
-    from maxkernel_tpu_pallas.judge.compile import device_jit, target_device
+    from maxkernel_tpu_pallas.platform.compile import device_jit, target_device
 
     def program(x, w):  # 18k's shape of program: NCHW in and out, the convolution in NHWC
         y = lax.conv_general_dilated(jnp.transpose(x, (0, 2, 3, 1)), jnp.transpose(w, (2, 3, 1, 0)), (1, 1), "VALID",

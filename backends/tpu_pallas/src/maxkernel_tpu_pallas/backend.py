@@ -31,7 +31,7 @@ class TpuPallasBackend(PallasBackend):
         """What of this backend changes a verdict or estimate: its source and shipped data, the calibration."""
         from maxkernel_pallas_judge.judge.fingerprint import file_digest, package_digest
 
-        from .profiling.user_calibration import calibration_path
+        from .costmodel.user_calibration import calibration_path
 
         return {"backend": package_digest(Path(__file__).parent), "calibration": file_digest(calibration_path(target))}
 

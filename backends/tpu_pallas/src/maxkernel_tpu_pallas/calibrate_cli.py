@@ -1,8 +1,8 @@
 """``maxkernel calibrate``: fit the speed model to the TPU this runs on, and keep the fit for every later estimate.
 
 On a TPU host it times a short micro-benchmark suite from device traces
-(``profiling/calibration/microbench.py``), describes the same programs with
-the model, fits the model's parameters (``profiling/calibration/fit.py``) and
+(``costmodel/calibration/microbench.py``), describes the same programs with
+the model, fits the model's parameters (``costmodel/calibration/fit.py``) and
 stores them per chip in ``$MAXKERNEL_HOME/calibration/<target>.toml``. Timings
 measured elsewhere can be fitted from a file (``--from-timings``), which is how
 the fitting is tested without a TPU. The timing path is written for a TPU host
@@ -55,7 +55,7 @@ def time_on_chip(trace_root: Path, log=print) -> dict[str, float]:
     out = trace_root / "timings.json"
     env = {k: v for k, v in os.environ.items() if k != "ALLOW_MULTIPLE_LIBTPU_LOAD"}
     env["JAX_PLATFORMS"] = "tpu"
-    command = [sys.executable, "-m", "maxkernel_tpu_pallas.profiling.calibration.device_run", str(out), str(trace_root)]
+    command = [sys.executable, "-m", "maxkernel_tpu_pallas.costmodel.calibration.device_run", str(out), str(trace_root)]
     with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as child:
         for line in child.stdout:
             if line.startswith("  "):  # the suite's progress lines; libtpu's start-up chatter stays out
@@ -69,7 +69,7 @@ def time_on_chip(trace_root: Path, log=print) -> dict[str, float]:
 
 def read_timings(path: Path, target: str | None) -> tuple[str, str, dict[str, float]]:
     """(target, measured_on, seconds per benchmark) from a timings file written by --save-timings."""
-    from .profiling.calibration.microbench import BY_NAME
+    from .costmodel.calibration.microbench import BY_NAME
 
     try:
         raw = json.loads(path.read_text())
@@ -93,10 +93,10 @@ def read_timings(path: Path, target: str | None) -> tuple[str, str, dict[str, fl
 
 def fit_timings(target: str, seconds: dict[str, float], log=print):
     """The fit of the model's parameters on these benchmark timings (a FitResult)."""
-    from .profiling.calibration.fit import fit
-    from .profiling.calibration.microbench import describe_suite
-    from maxkernel_tpu_pallas.profiling.chip import chip_figures
-    from .profiling.params import FITTED, shipped_params
+    from .costmodel.calibration.fit import fit
+    from .costmodel.calibration.microbench import describe_suite
+    from maxkernel_tpu_pallas.costmodel.chip import chip_figures
+    from .costmodel.params import FITTED, shipped_params
 
     described = describe_suite(target, sorted(seconds), log=log)
     points = [{"source": "maxkernel calibrate", "id": name, "target": target, "measured_s": seconds[name],
@@ -109,7 +109,7 @@ def fit_timings(target: str, seconds: dict[str, float], log=print):
 
 
 def _report(console: Console, target: str, result, stored: Path | None) -> None:
-    from .profiling.params import shipped_params
+    from .costmodel.params import shipped_params
 
     shipped = shipped_params(target)
     table = Table("parameter", "shipped", "fitted here", title=f"speed model parameters for {target}")
@@ -139,8 +139,8 @@ def calibrate_command(target: str | None, timings_file: Path | None, save_timing
     for every later estimate on this machine."""
     from maxkernel_pallas_judge.host_jax import keep_off_the_chip
 
-    from .profiling.calibration.microbench import SUITE
-    from .profiling.user_calibration import save_user_calibration
+    from .costmodel.calibration.microbench import SUITE
+    from .costmodel.user_calibration import save_user_calibration
 
     keep_off_the_chip()  # this process compiles the suite deviceless; its child alone opens the chip
     console = Console(soft_wrap=True, stderr=as_json)

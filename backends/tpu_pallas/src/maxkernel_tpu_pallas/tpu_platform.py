@@ -1,5 +1,5 @@
 """The TPU facts of the judge: Mosaic TPU lowering under the target's deviceless device, libtpu's deviceless
-compile, ``pltpu.get_tpu_info_for_chip`` figures and the calibrated TPU cost model (``profiling/``)."""
+compile, ``pltpu.get_tpu_info_for_chip`` figures and the calibrated TPU cost model (``costmodel/``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from maxkernel_pallas_judge.judge.platform import Platform
 
-from .profiling.vmem import VMEM_HEADROOM
+from .costmodel.vmem import VMEM_HEADROOM
 
 
 class TpuPlatform(Platform):
@@ -55,7 +55,7 @@ class TpuPlatform(Platform):
         at trace time (as ragged paged attention sizes its VMEM) gets the target's figures."""
         import jax
 
-        from .judge.compile import target_device
+        from .platform.compile import target_device
 
         return jax.default_device(target_device(target))
 
@@ -67,70 +67,70 @@ class TpuPlatform(Platform):
         return pltpu.InterpretParams(out_of_bounds_reads="raise", dma_execution_mode="on_wait")
 
     def export(self, closed, target: str) -> bytes:
-        from .judge.compile import export_tpu
+        from .platform.compile import export_tpu
 
         return export_tpu(closed, target)
 
     def kernel_work(self, call_target: str, op) -> dict[str, Any] | None:
         if call_target != "tpu_custom_call":
             return None
-        from .judge import mosaic_work
+        from .platform import mosaic_work
 
         return mosaic_work.kernel_work(op)
 
     def compile_exported(self, exported, target: str) -> dict[str, Any]:
-        from .judge.compile import compile_exported
+        from .platform.compile import compile_exported
 
         return compile_exported(exported, target)
 
     def compile_reference(self, fn, shapes, target: str, source_file: str, *, timeout_s: float | None,
                           precision: str) -> dict[str, Any]:
-        from .judge.compile import compile_for_target
+        from .platform.compile import compile_for_target
 
         # every op of the reference is XLA's: glue_only=False
         return compile_for_target(fn, shapes, target, source_file, timeout_s=timeout_s, precision=precision,
                                   glue_only=False)
 
     def chip(self, target: str) -> dict[str, Any]:
-        from maxkernel_tpu_pallas.profiling.chip import chip_figures
+        from maxkernel_tpu_pallas.costmodel.chip import chip_figures
 
         return chip_figures(target)
 
     def reference_precision(self, check_fn, sets, expected, atol: float, rtol: float) -> dict[str, Any]:
-        from .profiling.precision import reference_precision
+        from .costmodel.precision import reference_precision
 
         return reference_precision(check_fn, sets, expected, atol, rtol)
 
     def estimate(self, kernels, chip, target, *, reference_flops, ideal_f32_passes):
-        from .profiling.costmodel import estimate
+        from .costmodel.costmodel import estimate
 
         return estimate(kernels, chip, target, reference_flops=reference_flops, ideal_f32_passes=ideal_f32_passes)
 
     def with_glue(self, est, program):
-        from .profiling.costmodel import with_glue
+        from .costmodel.costmodel import with_glue
 
         return with_glue(est, program)
 
     def xla_estimate(self, xla: dict[str, Any], target: str):
         if not xla or not xla.get("ok") or "ops" not in (xla.get("program") or {}):
             return None
-        from .profiling.params import model_params
-        from .profiling.xla_model import estimate_program
+        from .costmodel.params import model_params
+        from .costmodel.xla_model import estimate_program
 
         return estimate_program(xla["program"], xla["chip"], model_params(target))
 
     def estimate_accuracy(self, target: str) -> str:
-        from .profiling.params import estimate_accuracy
+        from .costmodel.params import estimate_accuracy
 
         return estimate_accuracy(target)
 
     def diagnose(self, est) -> list[str]:
-        from .profiling.diagnosis import diagnose
+        from .costmodel.diagnosis import diagnose
 
         return diagnose(est)
 
     def fits(self, est) -> bool:
-        from .profiling.vmem import fits_vmem
+        from .costmodel.vmem import fits_vmem
 
         return fits_vmem(est)
 

@@ -16,7 +16,7 @@ def warm_compilers(target: str = "v5e") -> None:
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import tpu as pltpu
 
-    from .judge.compile import compile_for_target
+    from .platform.compile import compile_for_target
 
     def double(x_ref, o_ref):
         o_ref[...] = x_ref[...] * 2.0

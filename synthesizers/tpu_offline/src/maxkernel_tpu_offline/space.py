@@ -3,7 +3,7 @@
 Points are dicts of the module's constants. Every value is a power of two
 times the tile alignment, and the generated module re-derives legal block
 sizes from the actual shapes (``_block``), so no point can yield an illegal
-block; the cost model (``maxkernel_tpu_pallas.profiling``) ranks the points
+block; the cost model (``maxkernel_tpu_pallas.costmodel``) ranks the points
 at full size and flags the ones that overflow VMEM.
 """
 

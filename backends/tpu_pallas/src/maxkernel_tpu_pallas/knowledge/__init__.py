@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 from importlib import resources
 
-from ..profiling.costmodel import generation_constants
+from ..costmodel.costmodel import generation_constants
 
 #: (label, dotted name) of the APIs whose signatures go into prompts, most needed first.
 APIS = (

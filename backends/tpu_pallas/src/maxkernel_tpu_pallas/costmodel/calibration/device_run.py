@@ -1,4 +1,4 @@
-"""``python -m maxkernel_tpu_pallas.profiling.calibration.device_run OUT TRACES``: time the calibration micro-suite
+"""``python -m maxkernel_tpu_pallas.costmodel.calibration.device_run OUT TRACES``: time the calibration micro-suite
 on the attached TPU in this process and write {benchmark: median device seconds} to OUT.
 
 ``maxkernel calibrate`` starts it as a child with ``JAX_PLATFORMS=tpu``: the command's own process has loaded

@@ -20,7 +20,7 @@ from typing import Any
 
 from jax._src.lib.mlir import ir
 
-from ..judge.mosaic_work import _for_trips, _kernel_function, _shape, _short
+from ..platform.mosaic_work import _for_trips, _kernel_function, _shape, _short
 
 MATMULS = ("tpu.matmul", "vector.contract")
 #: Vector ops that only move or reinterpret data: no VPU arithmetic charged.

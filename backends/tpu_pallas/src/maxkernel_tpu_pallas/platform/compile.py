@@ -73,7 +73,7 @@ def compile_exported(exported, target: str) -> dict[str, Any]:
 def start_compile(fn, shapes: list[jax.ShapeDtypeStruct], target: str, source_file: str, *,
                   precision: str = "default", glue_only: bool = True):
     """Lower ``fn`` here (candidate Python runs in this thread), compile in the background. ``precision`` is the
-    default matmul precision XLA compiles at (a reference's, see ``profiling/precision.py``).
+    default matmul precision XLA compiles at (a reference's, see ``costmodel/precision.py``).
 
     The compile is pure C++ that releases the GIL, so it overlaps the
     correctness runs; call ``.result()`` on the returned future for the figures.
@@ -119,7 +119,7 @@ def program_figures(compiled, *, glue_only: bool) -> dict[str, Any]:
     """The compiled program's ops with their work, for the XLA side of the speed model (``hlo_program``):
     every op of a reference; only the code around the kernels of a candidate (``glue_only``), whose kernels the
     model takes from its trace and whose loops of unknown length are charged the judge's worst case."""
-    from ..profiling.hlo_program import describe_program
+    from ..costmodel.hlo_program import describe_program
     from maxkernel_pallas_judge.judge.hlo_values import UNBOUNDED_TRIPS
 
     try:

@@ -13,7 +13,7 @@ CHIP_FIELDS = ("generation", "num_cores", "num_lanes", "num_sublanes", "mxu_colu
 
 def chip_figures(target: str) -> dict[str, Any]:
     """The installed jax's chip table for ``target``, plus the topology's cores per device."""
-    from ..judge.compile import target_device
+    from ..platform.compile import target_device
     from ..targets import tpu_info
 
     info = tpu_info(target)

@@ -69,7 +69,7 @@ def write_model_section(target: str, values: dict[str, Any], sources: dict[str, 
     after = re.search(r"^\[(?!model[.\]])", text[len(head):], re.MULTILINE) if "[model]" in text else None
     tail = "\n" + text[len(head) + after.start():] if after else ""
     lines = ["[model]",
-             "# The speed model's free parameters (profiling/params.py says what each means), written by",
+             "# The speed model's free parameters (costmodel/params.py says what each means), written by",
              "# `benchmarks/calibrate_fit.py --write`; [model.source] says where each value came from."]
     for name in FITTED:
         value = values[name]

@@ -43,7 +43,7 @@ def compiled_program(fn, shapes, target: str) -> tuple[str, dict[str, float]]:
     import jax
     from jax.sharding import SingleDeviceSharding
 
-    from ...judge.compile import device_jit, target_device
+    from ...platform.compile import device_jit, target_device
 
     device = target_device(target)
     sharding = SingleDeviceSharding(device)
