@@ -13,6 +13,7 @@ from .errors import PluginError
 from .interfaces import Backend, Executor, LLMRequest, LLMResponse
 from .llm import Budget, RetryPolicy, complete
 from .llm_roles import RoleLLM, TranscriptRecorder
+from .local_executor import LocalExecutor
 from .records import Candidate, Evaluation, Plan, Profile, RunConfig, Task
 from .store import RunStore
 
@@ -36,8 +37,8 @@ class AgentContext:
     #: plans a person rejected (human-in-the-loop): a planner should not propose them again
     rejected: list[Plan] = field(factory=list)
     recorder: TranscriptRecorder | None = None
-    #: where evaluations run (``--executor``); None: the backend's own worker pool in this process
-    executor: Executor | None = None
+    #: where evaluations run (``--executor``); by default this machine's (the backend's own worker pool)
+    executor: Executor = field(factory=LocalExecutor)
     #: what the run waits on now (model calls, verdicts), for the live line
     activity: Activity = field(factory=Activity)
     #: times a role may be asked again after a reply without usable code (``llm.reply_retries``)
@@ -61,9 +62,8 @@ class AgentContext:
             self.unusable_replies += 1
 
     def judge(self, task: Task, candidate: Candidate) -> Evaluation:
-        """The backend's verdict on ``candidate``, run where the run's executor puts it (tester roles call this)."""
-        if self.executor is None:
-            return self.backend.evaluate(task, candidate, target=self.config.target)
+        """The backend's verdict on ``candidate``, run where the run's executor puts it: what a plugin that
+        replaces the tester role calls for the judge's verdict, the same call the session makes."""
         return self.executor.evaluate(self.backend, task, candidate, target=self.config.target)
 
     def llm_for(self, role: str) -> RoleLLM:

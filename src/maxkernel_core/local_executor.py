@@ -2,8 +2,7 @@
 
 The core's own, registered through the ``maxkernel`` entry point ``local_executor`` like any plugin, so
 that an executor on a cluster (``maxkernel-ray``) is selected the same way it is: ``--executor NAME`` or
-``executor.name``. A run without one (a session made in code) judges in this process all the same
-(``AgentContext.judge``).
+``executor.name``. A session made in code without one gets this one: every verdict goes through an executor.
 """
 
 from __future__ import annotations

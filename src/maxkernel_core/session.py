@@ -284,7 +284,9 @@ class RunSession:
         """The tester role: a plugin that replaces it (``agent_test``), else the backend's judge on the run's
         executor, the one way to a verdict."""
         evaluation = self._ask("agent_test", candidate=candidate)
-        return evaluation if evaluation is not None else self.ctx.judge(self.task, candidate)
+        if evaluation is not None:
+            return evaluation
+        return self.ctx.executor.evaluate(self.ctx.backend, self.task, candidate, target=self.config.target)
 
     def profile(self, candidate: Candidate) -> Profile:
         """The profiler role: a plugin that replaces it (``agent_profile``), else the speed the candidate's

@@ -43,9 +43,6 @@ from maxkernel_core.config_values import options_record
 
 from .search import blind_moves, fresh_children, moves_from, session_key
 
-#: Evaluations in flight when neither the options nor the executor say.
-DEFAULT_CONCURRENCY = 2
-
 
 @frozen
 class GraphOptions:
@@ -111,8 +108,7 @@ class GraphSearch(Strategy):
         """The configured limit, else as many as the run's executor can take (a Ray cluster: its slots)."""
         if self.opts.concurrency is not None:
             return self.opts.concurrency
-        executor = getattr(self.session.ctx, "executor", None)
-        return max(executor.max_concurrency, 1) if executor is not None else DEFAULT_CONCURRENCY
+        return max(self.session.ctx.executor.max_concurrency, 1)
 
     def _judge(self, candidate: Candidate):
         """A stored verdict for this exact code (resume), else the cascade (with the debugger for the root)."""
