@@ -1,5 +1,6 @@
 """The records of a speed: the profiler role's figure of a candidate (``Profile``), what a measured time
-achieves (``Achieved``), and the one speed record every report words the same way (``Speed``)."""
+achieves (``Achieved``), and the one speed record every report words the same way (``Speed``). How a model
+reached an estimate is a ``ModelBreakdown`` inside the figure (``model_records.py``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from attrs import field, frozen
 
+from .model_records import ModelBreakdown
 from .record_base import record
 
 
@@ -48,6 +50,8 @@ class Profile:
     accuracy: str = ""
     #: what a measured time achieves for the task's work (measurements only)
     achieved: Achieved | None = None
+    #: how the cost model reached its estimate: the figure's own, or, beside a measurement, the model's reading
+    model: ModelBreakdown | None = None
 
     @property
     def speedup(self) -> float | None:

@@ -10,9 +10,16 @@ from maxkernel_core.records import (
     ParameterSpace, Plan, Profile, Provenance, RunConfig, SearchEdge, SearchNode, Speed, Task, TestReport,
     TunedConfig, Achieved,
 )
+from maxkernel_core.model_records import GlueOp, KernelTime, ModelBreakdown, OperandTraffic
 from maxkernel_core.serialize import from_json, to_json
 from maxkernel_core.session import RunResult
 
+OPERAND = OperandTraffic("in", 0, (256, 512), "bfloat16", 1 << 20, 8, 1.0, 1 << 18)
+KERNEL = KernelTime("matmul", (4, 2), 8, 9e-4, "compute", 3e-4, 8e-4, 1e-5, 2e-5, 8e-4, 1e-4, 0.0, "mxu", 1 << 21,
+                    2.1e9, 2.2e9, 1 << 20, 16 << 20, 1, (OPERAND,))
+GLUE = GlueOp("transpose.1", "transpose", "x.T", 1, 4096.0, 0.0, 2e-6, "memory")
+MODEL = ModelBreakdown("v5e", 9.1e-4, "compute", 1 << 21, 2.1e9, (KERNEL,), 2e-6, (GLUE,), "shipped",
+                       {"device_kind": "TPU v5 lite"})
 SPACE = ParameterSpace((Parameter("BLOCK_M", (128, 256, 512)),))
 CAND = Candidate("t1", "def computation(x): ...", {"BLOCK_M": 256}, parent_id="cand-0",
                  provenance=Provenance(role="implement", provider="fake", llm_call_ids=(1, 2)), space=SPACE)
@@ -22,7 +29,7 @@ EVAL = Evaluation(
     test=TestReport(CAND.id, False, 4, 3.1, 0.5),
     profile=Profile(CAND.id, "cost_model", True, 1e-3, 2e-3, "memory", ("HBM bound",), roofline_fraction=0.5,
                     fits_memory=True),
-    estimate=Profile(CAND.id, "cost_model", True, 1e-3, fits_memory=False),
+    estimate=Profile(CAND.id, "cost_model", True, 1e-3, fits_memory=False, model=MODEL),
     compile_error=CompileError("vmem_overflow", "Ran out of memory in memory space vmem", 12),
 )
 SAMPLES = [
@@ -41,6 +48,7 @@ SAMPLES = [
                 "run-1", CAND.id, "graph"),
     Speed(8.93e-4, True, "TPU v5 lite (v5e)", "device_trace", 7.36e-4, True),
     Achieved(154.0, 301.0, 0.79),
+    OPERAND, KERNEL, GLUE, MODEL, EVAL.estimate,
 ]
 
 

@@ -63,8 +63,8 @@ def test_honest_gpu_kernels_are_lowered_for_cuda_and_correct(gpu_backend, task, 
     assert ev.details["work"]["kernels"][0]["lowering"] == "triton"
     est = ev.estimate
     assert est is not None and est.estimated and est.source == "cost_model" and est.seconds > 0
-    assert est.reference_seconds and est.details["params_source"].startswith("datasheet roofline")
-    assert est.details["chip"]["name"].startswith("NVIDIA H100")
+    assert est.reference_seconds and est.model.params_source.startswith("datasheet roofline")
+    assert est.model.chip["name"].startswith("NVIDIA H100")
     assert "not held against a GPU measurement" in est.diagnosis[-1]
     assert ev.profile is None or ev.profile.estimated  # no device time without a GPU
     if task == "matmul_bias_gelu":  # the checker read the Triton IR: 2*M*N*K of the K loop's dots, over the grid

@@ -69,8 +69,8 @@ def test_a_linear_layer_weight_is_read_in_place_not_transposed(tmp_path):
         assert "(((1,), (1,)), ((), ()))" in candidate.code and ".T" not in candidate.code
         verdict = session.evaluate(candidate)
         assert verdict.status is EvalStatus.OK, verdict.reason
-        glue = verdict.details["cost_model"]["glue_ops"]
-        assert not any(op["opcode"] in ("transpose", "copy") for op in glue), glue
+        glue = verdict.estimate.model.glue_ops
+        assert not any(op.opcode in ("transpose", "copy") for op in glue), glue
     finally:
         backend.close()
 

@@ -98,4 +98,4 @@ def test_a_forged_kernel_description_does_not_change_the_estimate(tpu_backend, t
                                   target="v5e")
     assert forged.ok and honest.ok, (forged.reason, honest.reason)
     assert forged.estimate.seconds == pytest.approx(honest.estimate.seconds)
-    assert [k["name"] for k in forged.details["cost_model"]["kernels"]] != ["forged"]
+    assert [k.name for k in forged.estimate.model.kernels] != ["forged"]

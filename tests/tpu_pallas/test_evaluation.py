@@ -38,7 +38,7 @@ def test_honest_kernels_pass_every_check(tpu_backend, task_of, task_name, kernel
     assert ev.test.input_sets == 4  # the task's own inputs and 3 fresh seeds
     assert "no TPU" in ev.details["timing"]  # no measured speed claimed on CPU ...
     assert ev.profile.estimated and ev.profile.source == "cost_model"  # ... only the labelled estimate
-    assert ev.details["cost_model"]["xla_reference_seconds"] > 0
+    assert ev.estimate.reference_seconds > 0 and ev.estimate.model.kernels[0].seconds > 0  # the breakdown, typed
     assert ev.details["compile"]["memory"]["argument_size_in_bytes"] > 0
     assert ev.details["vmem_bytes_estimate"][0] > 0
 

@@ -150,4 +150,4 @@ def test_a_kernel_description_the_cost_model_cannot_read_is_no_estimate_not_an_e
     task = task_of("matmul")
     ev = tpu_backend.evaluate(task, Candidate(task.id, ABSURD_VMEM_LIMIT), target="v5e")
     assert ev.status != EvalStatus.OK and ev.estimate is None, (ev.status, ev.reason)
-    assert "cost model cannot read" in ev.details["cost_model"]["error"], ev.details.get("cost_model")
+    assert "cost model cannot read" in ev.details["no_estimate"], ev.details.get("no_estimate")

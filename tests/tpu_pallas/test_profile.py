@@ -54,7 +54,7 @@ def test_profiler_role_through_the_session(tmp_path):
         assert verdict.ok, verdict.reason
         profile = session.profile(candidate)  # agent_profile: from that evaluation, not a second run
         assert profile.estimated and profile.source == "cost_model" and profile.bound == "memory"
-        assert profile.reference_seconds and profile.speedup and profile.details["speedup_vs_xla"] == profile.speedup
+        assert profile.reference_seconds and profile.speedup and profile.model.seconds == profile.seconds
         assert any("VMEM" in line for line in profile.diagnosis)
         assert [role for role, _, _ in session.role_log.calls] == ["test", "profile"]
         assert session.best().evaluation.profile.seconds == profile.seconds

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import click
+from attrs import asdict
 from maxkernel_core.cli.output import console_for
 from rich.console import Console
 from rich.markup import escape
@@ -69,55 +70,58 @@ def print_compile_failure(console: Console, evaluation) -> None:
                   "time, estimated or measured, and no fraction of the roofline.")
     if error is not None and error.message[:200] not in evaluation.reason:  # the verdict line may hold it already
         console.print(escape(error.message), markup=False, highlight=False)
-    model = evaluation.details.get("cost_model") or {}
-    for line in model.get("diagnosis", []):
+    for line in evaluation.estimate.diagnosis if evaluation.estimate is not None else ():
         if "VMEM" in line:
             console.print(f"  - blocks: {escape(line)}")
 
 
+def print_kernels(console: Console, model) -> None:
+    """The chip the model used, then each kernel's estimated time and the traffic of each of its blocks."""
+    chip = model.chip
+    console.print(f"Chip ({chip['source']}): {chip['device_kind']}, HBM {chip['mem_bw_bytes_per_second'] / 1e9:,.0f} GB/s, "
+                  f"bf16 {chip['bf16_ops_per_second'] / 1e12:,.0f} TFLOP/s, VMEM {chip['vmem_capacity_bytes'] / MIB:,.0f} MiB, "
+                  f"MXU {chip['mxu_column_size']}x{chip['mxu_column_size']} x{chip['num_mxus']}, {chip['cores_per_device']} core(s)")
+    for k in model.kernels:
+        table = Table(title=f"cost model (ESTIMATE): {k.name} grid {tuple(k.grid)}, {k.steps:,} steps")
+        for col in ("", "value"):
+            table.add_column(col)
+        table.add_row("estimated time", f"{_t(k.seconds)}  ({k.bound}-bound)")
+        table.add_row("  memory / compute / step overhead", f"{_t(k.memory_s)} / {_t(k.compute_s)} / {_t(k.overhead_s)}")
+        table.add_row("HBM traffic", f"{k.hbm_bytes / MIB:,.1f} MiB")
+        table.add_row("FLOPs (MXU, padded)", f"{k.flops:.4g} ({k.mxu_flops_padded:.4g})")
+        table.add_row("VMEM (blocks x buffers + scratch, tile-padded)",
+                      f"{k.vmem_bytes / MIB:.2f} MiB of {k.vmem_limit_bytes / MIB:.0f} MiB scoped limit")
+        table.add_row("cores used", str(k.cores_used))
+        console.print(table)
+        ops = Table("operand", "block", "dtype", "transfers", "HBM MiB", "x its size", "VMEM MiB",
+                    title="traffic per BlockSpec")
+        for o in sorted(k.operands, key=lambda o: -o.hbm_bytes):
+            ops.add_row(f"{o.role} {o.index}", "x".join(map(str, o.block_shape)), o.dtype, f"{o.transfers:,}",
+                        f"{o.hbm_bytes / MIB:,.1f}", f"{o.refetch:.1f}", f"{o.vmem_bytes / MIB:.2f}")
+        console.print(ops)
+
+
 def print_profile(evaluation, task, kernel: Path) -> None:
     console = console_for()
-    model = evaluation.details.get("cost_model") or {}
+    est = evaluation.estimate
     console.print(f"[bold]{kernel}[/] on task {task.id}, target {evaluation.target}: verdict "
                   f"[{'green' if evaluation.ok else 'red'}]{evaluation.status.value}[/] ({escape(evaluation.reason)})")
     if not compiled(evaluation):
         print_compile_failure(console, evaluation)
         return
-    if "kernels" not in model:
-        console.print(f"No cost model: {model.get('error', 'the kernel did not trace')}")
+    if est is None or est.model is None:
+        console.print(f"No cost model: {evaluation.details.get('no_estimate', 'the kernel did not trace')}")
         return
-    chip = model["chip"]
-    console.print(f"Chip ({chip['source']}): {chip['device_kind']}, HBM {chip['mem_bw_bytes_per_second'] / 1e9:,.0f} GB/s, "
-                  f"bf16 {chip['bf16_ops_per_second'] / 1e12:,.0f} TFLOP/s, VMEM {chip['vmem_capacity_bytes'] / MIB:,.0f} MiB, "
-                  f"MXU {chip['mxu_column_size']}x{chip['mxu_column_size']} x{chip['num_mxus']}, {chip['cores_per_device']} core(s)")
-    for k in model["kernels"]:
-        table = Table(title=f"cost model (ESTIMATE): {k['name']} grid {tuple(k['grid'])}, {k['steps']:,} steps")
-        for col in ("", "value"):
-            table.add_column(col)
-        table.add_row("estimated time", f"{_t(k['seconds'])}  ({k['bound']}-bound)")
-        table.add_row("  memory / compute / step overhead", f"{_t(k['memory_s'])} / {_t(k['compute_s'])} / {_t(k['overhead_s'])}")
-        table.add_row("HBM traffic", f"{k['hbm_bytes'] / MIB:,.1f} MiB")
-        table.add_row("FLOPs (MXU, padded)", f"{k['flops']:.4g} ({k['mxu_flops_padded']:.4g})")
-        table.add_row("VMEM (blocks x buffers + scratch, tile-padded)",
-                      f"{k['vmem_bytes'] / MIB:.2f} MiB of {k['vmem_limit_bytes'] / MIB:.0f} MiB scoped limit")
-        table.add_row("cores used", str(k["cores_used"]))
-        console.print(table)
-        ops = Table("operand", "block", "dtype", "transfers", "HBM MiB", "x its size", "VMEM MiB",
-                    title="traffic per BlockSpec")
-        for o in sorted(k["operands"], key=lambda o: -o["hbm_bytes"]):
-            ops.add_row(f"{o['role']} {o['index']}", "x".join(map(str, o["block_shape"])), o["dtype"],
-                        f"{o['transfers']:,}", f"{o['hbm_bytes'] / MIB:,.1f}", f"{o['refetch']:.1f}",
-                        f"{o['vmem_bytes'] / MIB:.2f}")
-        console.print(ops)
+    model = est.model
+    print_kernels(console, model)
     summary = Table("whole candidate", "value", title="summary (estimates unless marked measured)")
-    summary.add_row("estimated time", _t(model["seconds"]))
-    summary.add_row("arithmetic intensity", f"{model['arithmetic_intensity']:,.1f} FLOP/byte")
-    summary.add_row("fraction of roofline (estimate)", f"{model['roofline_fraction']:.0%}")
-    summary.add_row("code around the kernels (estimate)", _t(model.get("glue_seconds")))
-    summary.add_row("XLA reference (estimate, same model)", _t(model.get("xla_reference_seconds")))
-    speedup = model.get("speedup_vs_xla")
-    summary.add_row("speedup vs XLA", f"{speedup:.2f}x (estimated / estimated)" if speedup else "-")
-    summary.add_row("model parameters", model.get("params_source", ""))
+    summary.add_row("estimated time", _t(est.seconds))
+    summary.add_row("arithmetic intensity", f"{est.arithmetic_intensity:,.1f} FLOP/byte")
+    summary.add_row("fraction of roofline (estimate)", f"{est.roofline_fraction:.0%}")
+    summary.add_row("code around the kernels (estimate)", _t(model.glue_seconds))
+    summary.add_row("XLA reference (estimate, same model)", _t(est.reference_seconds))
+    summary.add_row("speedup vs XLA", f"{est.speedup:.2f}x (estimated / estimated)" if est.speedup else "-")
+    summary.add_row("model parameters", model.params_source)
     if evaluation.profile is not None and not evaluation.profile.estimated:
         p = evaluation.profile
         timing = p.details
@@ -135,13 +139,25 @@ def print_profile(evaluation, task, kernel: Path) -> None:
         summary.add_row("measured device time", timing if isinstance(timing, str) else "not measured")
     console.print(summary)
     console.print("[bold]Diagnosis[/] (estimate):")
-    for line in model.get("diagnosis", []):
+    for line in est.diagnosis:
         console.print(f"  - {line}")
     p = evaluation.profile
     measured = p is not None and not p.estimated and p.reference_measured
     timing = evaluation.details.get("timing")
     print_reference(console, evaluation.details.get("xla_reference"), p.reference_seconds if measured else None,
                     timing if isinstance(timing, str) else "not measured")
+
+
+def estimate_json(evaluation) -> dict | None:
+    """The estimate for ``--json``: how the model reached it (its breakdown), with the figure's own numbers and
+    its ratio to the same model's XLA time; None without one, or for a kernel that does not compile."""
+    est = evaluation.estimate
+    if not compiled(evaluation) or est is None or est.model is None:
+        return None
+    return {**asdict(est.model), "estimated": True, "diagnosis": list(est.diagnosis),
+            "arithmetic_intensity": est.arithmetic_intensity, "roofline_fraction": est.roofline_fraction,
+            "fits_vmem": est.fits_memory, "xla_reference_seconds": est.reference_seconds,
+            "speedup_vs_xla": est.speedup, "speedup_kind": est.speed.comparison}
 
 
 def reference_profile(ctx: click.Context, task_ref: str, target: str | None) -> tuple[object, dict]:
@@ -190,10 +206,9 @@ def profile_command(ctx: click.Context, task_ref: str, kernel: Path | None, targ
     task, evaluation = judge_file(ctx, task_ref, kernel, target)
     if as_json:
         measured = evaluation.profile if evaluation.profile and not evaluation.profile.estimated else None
-        model = evaluation.details.get("cost_model") if compiled(evaluation) else None  # no speed if no compile
         click.echo(json.dumps({
             "task": task.id, "target": evaluation.target, "status": evaluation.status.value, "reason": evaluation.reason,
-            "cost_model": model, "reference": evaluation.details.get("xla_reference"),
+            "cost_model": estimate_json(evaluation), "reference": evaluation.details.get("xla_reference"),
             "measured": {"seconds": measured.seconds, "reference_seconds": measured.reference_seconds,
                          "speedup_kind": "measured/measured", **measured.details} if measured else None,
         }, default=str, sort_keys=True))

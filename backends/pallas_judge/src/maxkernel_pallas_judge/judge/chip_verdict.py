@@ -188,8 +188,8 @@ def measured_profile(verdict, header: Timed, trace, chip, kind: str) -> tuple[Pr
                  "device time is DMA or semaphore waits",
                  *(f"(cost model) {line}" for line in (verdict.modelled(lambda: verdict.platform.diagnose(est)) or [])))
     return Profile(verdict.cand.id, "device_trace", False, measured.median_s, chip.timing.median_s, "",
-                   diagnosis, {**timing, "cost_model": verdict.details.get("cost_model")},
-                   roofline_fraction=mine.roofline_fraction, achieved=mine,
+                   diagnosis, timing, roofline_fraction=mine.roofline_fraction, achieved=mine,
+                   model=verdict.modelled(lambda: verdict.platform.breakdown(est)),
                    arithmetic_intensity=(flops / hbm) if flops and hbm else None,
                    fits_memory=est.fits_vmem if est is not None else None,
                    reference_note=reference_note(chip), chip=kind, reference_measured=True,

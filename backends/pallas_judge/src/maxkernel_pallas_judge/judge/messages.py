@@ -92,8 +92,7 @@ class WorkCount:
         return {"pallas_calls": self.pallas_calls, "callbacks": list(self.callbacks), "glue_flops": self.glue_flops,
                 "glue_elementwise": self.glue_elementwise, "glue_ops": dict(self.glue_ops),
                 "unbounded_loops": self.unbounded_loops, "unknown_ops": dict(self.unknown_ops),
-                "glue_dots": [{"shape": d.shape, "flops": d.flops, "times": d.times, "owned": d.owned}
-                              for d in self.glue_dots]}
+                "glue_dots": [plain(d) for d in self.glue_dots]}  # a GlueDot is flat: its four fields
 
     def finite(self) -> bool:
         """Every count the proof computes with is a finite number (JSON's Infinity and NaN parse as floats)."""

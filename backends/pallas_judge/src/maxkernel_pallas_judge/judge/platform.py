@@ -159,21 +159,23 @@ class Platform:
         """What the estimate says limits the kernels, in sentences to act on."""
         return []
 
-    def details(self, est, xla_seconds: float | None) -> dict[str, Any]:
-        from ..profiling.records import as_details
+    def breakdown(self, est):
+        """The estimate taken apart (``ModelBreakdown``), the record a ``Profile`` carries as its ``model``."""
+        from ..profiling.records import as_breakdown
 
-        return {**as_details(est, xla_seconds), "diagnosis": self.diagnose(est)}
+        return as_breakdown(est)
 
     def profile(self, candidate_id: str, est, xla_seconds: float | None, reference_note: str = ""):
+        """The estimate as the one speed figure: the model's time against its time of XLA's reference, its
+        diagnosis, and how it reached them (``model``)."""
         from maxkernel_core import Profile
 
-        details = self.details(est, xla_seconds)  # the diagnosis is made once, inside the details
         return Profile(candidate_id, "cost_model", True, est.seconds, xla_seconds, est.bound,
-                       tuple(details["diagnosis"]), details,
-                       roofline_fraction=est.roofline_fraction, arithmetic_intensity=est.arithmetic_intensity,
-                       fits_memory=est.fits_vmem, reference_note=reference_note, estimate_basis=self.estimate_basis,
+                       tuple(self.diagnose(est)), roofline_fraction=est.roofline_fraction,
+                       arithmetic_intensity=est.arithmetic_intensity, fits_memory=est.fits_vmem,
+                       reference_note=reference_note, estimate_basis=self.estimate_basis,
                        reference_basis=self.reference_basis, chip=est.target,
-                       accuracy=self.estimate_accuracy(est.target))
+                       accuracy=self.estimate_accuracy(est.target), model=self.breakdown(est))
 
     def estimate_accuracy(self, target: str) -> str:
         """How wrong this chip's estimates have been against measurements, in a clause with its source."""

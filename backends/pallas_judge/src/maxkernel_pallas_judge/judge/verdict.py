@@ -81,8 +81,8 @@ class Verdict:
             return fn()
         except Exception as exc:
             self.estimate = None
-            self.details["cost_model"] = {"error": f"the cost model cannot read the program's kernels: "
-                                                   f"{type(exc).__name__}: {exc}"[:500]}
+            self.details["no_estimate"] = (f"the cost model cannot read the program's kernels: "
+                                           f"{type(exc).__name__}: {exc}"[:500])
             return None
 
     def _ended_badly(self, outcome: JobOutcome, who: str) -> Evaluation | None:
@@ -248,7 +248,6 @@ class Verdict:
                                        or f"compiled for {comp.device_kind}", compile_details, comp.seconds))
         # the compiled candidate shows what runs around the kernels
         self.estimate = self.modelled(lambda: self.platform.with_glue(self.estimate, comp.program))
-        self._describe_estimate()
         return None
 
     def _small_program(self, work: messages.WorkCount | None, size: int) -> Evaluation | None:
@@ -263,7 +262,7 @@ class Verdict:
 
     def _read_program(self, checked: JobOutcome) -> None:
         """What the checker read of the program: its jaxpr-level work, and the cost model's estimate from its
-        kernel description (in details whatever the verdict: the debugger uses it). Both from the checker,
+        kernel description (on the verdict whatever it is: the debugger reads the estimate's diagnosis). Both from the checker,
         never from a message the candidate's process could write."""
         traced = messages.last(checked, "traced_work")
         if traced is not None:
@@ -271,17 +270,11 @@ class Verdict:
             self.details["vmem_bytes_estimate"] = traced[0].work.vmem_bytes
         described = messages.last(checked, "kernels")
         if described is None or described[0].error is not None:
-            self.details["cost_model"] = {"error": described[0].error if described else "no kernel description"}
+            self.details["no_estimate"] = described[0].error if described else "no kernel description"
             return
         self.estimate = self.modelled(lambda: self.platform.estimate(
             described[0].kernels, described[0].chip, self.target, reference_flops=self.ref.matmul_floor,
             ideal_f32_passes=self.ref.needed_passes), founding=True)
-        self._describe_estimate()
-
-    def _describe_estimate(self) -> None:
-        details = self.modelled(lambda: self.platform.details(self.estimate, self.ref.xla_seconds))
-        if details is not None:
-            self.details["cost_model"] = details
 
     def _correctness(self, traced: JobOutcome, checked: JobOutcome) -> Evaluation:
         ref, task, cand = self.ref, self.task, self.cand

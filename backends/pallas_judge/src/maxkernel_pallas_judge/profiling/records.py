@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from attrs import define, field
+from maxkernel_core import GlueOp, KernelTime, ModelBreakdown, OperandTraffic
 
 
 @define
@@ -86,7 +87,7 @@ class CostEstimate:
     #: which set of model parameters made this estimate (shipped, or the user's own calibration)
     params_source: str = ""
     #: the costliest ops of the code around the kernels (from the compiled candidate)
-    glue_ops: list[dict[str, Any]] = field(factory=list)
+    glue_ops: list[GlueOp] = field(factory=list)
 
     @property
     def bound(self) -> str:
@@ -114,38 +115,19 @@ def matmul_flops_per_step(desc: dict[str, Any]) -> float:
     return sum(2.0 * d["m"] * d["n"] * d["k"] * d["batch"] * d["count"] for d in desc["body"]["dots"])
 
 
-def as_details(est: CostEstimate, xla_seconds: float | None) -> dict[str, Any]:
-    """The full numbers, JSON-ready, for the record."""
-    return {
-        "estimated": True,
-        "target": est.target,
-        "seconds": est.seconds,
-        "glue_seconds": est.glue_seconds,
-        "bound": est.bound,
-        "hbm_bytes": est.hbm_bytes,
-        "flops": est.flops,
-        "arithmetic_intensity": est.arithmetic_intensity,
-        "roofline_fraction": est.roofline_fraction,
-        "fits_vmem": est.fits_vmem,
-        "xla_reference_seconds": xla_seconds,
-        "speedup_vs_xla": (xla_seconds / est.seconds) if xla_seconds and est.seconds else None,
-        # Both sides are estimates of the same kind (the same unit model, the same parameters): never a measured
-        # time divided by an estimated one.
-        "speedup_kind": "estimated/estimated",
-        "params_source": est.params_source,
-        "glue_ops": est.glue_ops,
-        "chip": est.chip,
-        "kernels": [{
-            "name": k.name, "grid": k.grid, "steps": k.steps, "seconds": k.seconds, "bound": k.bound,
-            "memory_s": k.memory_s, "compute_s": k.compute_s, "overhead_s": k.overhead_s, "fill_s": k.fill_s,
-            "mxu_s": k.mxu_s, "vpu_s": k.vpu_s, "eup_s": k.eup_s, "compute_unit": k.compute_unit,
-            "hbm_bytes": k.hbm_bytes, "flops": k.flops, "mxu_flops_padded": k.mxu_flops_padded,
-            "vmem_bytes": k.vmem_bytes, "vmem_limit_bytes": k.vmem_limit_bytes, "cores_used": k.cores_used,
-            "operands": [{"role": o.role, "index": o.index, "block_shape": o.block_shape, "dtype": o.dtype,
-                          "hbm_bytes": o.hbm_bytes, "transfers": o.transfers, "refetch": o.refetch,
-                          "vmem_bytes": o.vmem_bytes} for o in k.operands],
-        } for k in est.kernels],
-    }
+def as_breakdown(est: CostEstimate) -> ModelBreakdown:
+    """The estimate taken apart, as the typed record a ``Profile`` carries (``Profile.model``)."""
+    return ModelBreakdown(
+        est.target, est.seconds, est.bound, est.hbm_bytes, est.flops,
+        tuple(KernelTime(
+            k.name, tuple(k.grid), k.steps, k.seconds, k.bound, k.memory_s, k.compute_s, k.overhead_s, k.fill_s,
+            k.mxu_s, k.vpu_s, k.eup_s, k.compute_unit, k.hbm_bytes, k.flops, k.mxu_flops_padded, k.vmem_bytes,
+            k.vmem_limit_bytes, k.cores_used,
+            tuple(OperandTraffic(o.role, o.index, tuple(o.block_shape), o.dtype, o.hbm_bytes, o.transfers, o.refetch,
+                                 o.vmem_bytes) for o in k.operands))
+            for k in est.kernels),
+        glue_seconds=est.glue_seconds, glue_ops=tuple(est.glue_ops), params_source=est.params_source,
+        chip=dict(est.chip))
 
 
 def precision_note(precision: dict[str, Any] | None) -> str:

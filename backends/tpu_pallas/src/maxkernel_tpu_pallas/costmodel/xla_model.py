@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from attrs import frozen
+from maxkernel_core import GlueOp
 
 from .units import compute_seconds, eup_rate, hbm_seconds, mxu_rate, padded_matmul_flops, passes_for, vpu_rate
 
@@ -34,6 +35,10 @@ class OpCost:
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in ("name", "opcode", "label", "trips", "hbm_bytes", "flops", "memory_s",
                                               "compute_s", "overhead_s", "seconds", "unit")}
+
+    def as_glue(self) -> GlueOp:
+        """This op as one of the code around a candidate's kernels, in the estimate's breakdown."""
+        return GlueOp(self.name, self.opcode, self.label, self.trips, self.hbm_bytes, self.flops, self.seconds, self.unit)
 
 
 @frozen
