@@ -14,12 +14,21 @@ def _outcome(*headers) -> JobOutcome:
     return JobOutcome("done", messages=[(h, []) for h in headers])
 
 
+def _read(*headers) -> messages.Decoded:
+    read = messages.decoded(_outcome(*headers))
+    assert isinstance(read, messages.Decoded), read
+    return read
+
+
 def test_what_an_honest_tracer_sends_reads_whole():
-    assert messages.problem(_outcome(
+    read = _read(
         {"type": "check", "name": "integrity", "ok": True, "patched": [], "when": "import"},
         {"type": "check", "name": "trace", "ok": True, "work": WORK, "leftovers": [], "patched": []},
         {"type": "jaxpr", "size": 0, "again": False}, {"type": "jaxpr", "size": 0, "again": True},
-        {"type": "done", "retire": True})) is None
+        {"type": "done", "retire": True})
+    assert [name for name, _ in read.checks()] == ["integrity", "trace"] and read.checks("trace")[0][1].work
+    assert [p.again for p, _ in read.read("jaxpr")] == [False, True] and read.last("jaxpr")[0].again
+    assert read.last("outputs") is None
 
 
 @pytest.mark.parametrize("header, says", [
@@ -40,8 +49,8 @@ def test_what_an_honest_tracer_sends_reads_whole():
     ({"type": "check", "name": "compile", "ok": True, "seconds": float("nan")}, "compile time that is not finite"),
 ])
 def test_a_header_missing_what_the_verdict_reads_is_named(header, says):
-    why = messages.problem(_outcome(header))
-    assert why is not None and says in why and "\n" not in why
+    why = messages.decoded(_outcome(header))
+    assert isinstance(why, str) and says in why and "\n" not in why
 
 
 
@@ -55,7 +64,7 @@ def test_an_error_keeps_in_details_what_its_sender_said():
     except AttributeError as exc:
         sent = error_record(exc)
     header = {"type": "check", "name": "load", "ok": False, "error": {**sent, "hint": "pallas_call"}}
-    (name, check), = messages.checks(_outcome(header))
+    (name, check), = _read(header).checks()
     details = check.error.as_details()
     assert name == "load" and details["traceback"] == sent["traceback"] and details["hint"] == "pallas_call"
     assert details["type"] == "AttributeError" and "kind" not in details
@@ -65,7 +74,7 @@ def test_a_compiles_figures_are_read_from_its_record():
     header = {"type": "check", "name": "compile", "ok": True, "seconds": 0.5, "device_kind": "TPU v5 lite",
               "memory": {"argument_bytes": 4096}, "cost": {"flops": 8.0}, "program": {"ops": []},
               "summary": None}
-    (_, compiled), = messages.checks(_outcome(header))
+    (_, compiled), = _read(header).checks()
     assert (compiled.device_kind, compiled.memory, compiled.cost, compiled.program) == (
         "TPU v5 lite", {"argument_bytes": 4096}, {"flops": 8.0}, {"ops": []})
 
@@ -73,10 +82,10 @@ def test_a_compiles_figures_are_read_from_its_record():
 def test_a_lowering_its_sender_did_not_time_is_stored_as_0_seconds():
     """The tracer's export failure carries no time: the check stores 0, a number a stored run reads back."""
     header = {"type": "check", "name": "export", "ok": False, "size": 0, "error": {"type": "E", "message": "m"}}
-    (_, export), = messages.checks(_outcome(header))
+    (_, export), = _read(header).checks()
     assert export.seconds == 0.0
 
 
 def test_a_count_past_a_floats_range_is_a_number_not_a_malformed_message():
     header = {"type": "work", "size": 0, "work": {**WORK, "glue_flops": 10**400}}
-    assert messages.problem(_outcome(header)) is None
+    assert _read(header).last("work")[0].work.glue_flops == 10**400

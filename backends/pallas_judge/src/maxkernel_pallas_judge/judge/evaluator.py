@@ -259,9 +259,10 @@ class Evaluator:
                        static_full=ref.static_full, check_sizes=[], describe_only=True,
                        entry=task.metadata.get("entry", "computation"), wrap=task.metadata.get("wrap", ""))
         traced = self.pool.run_untrusted(job, [], files={"candidate.py": candidate.code})
-        if traced.status != "done" or messages.problem(traced) is not None:
+        read = messages.decoded(traced) if traced.status == "done" else "no description"
+        if isinstance(read, str):
             return None  # no description to go by (or one the candidate's process wrote otherwise than the tracer)
-        described = messages.last(traced, "kernels")
+        described = read.last("kernels")
         if described is None or described[0].error is not None or not described[0].kernels:
             return None
         try:  # the tracer's description: the candidate's process wrote it, so any number in it may be absurd
@@ -279,9 +280,9 @@ class Evaluator:
                   f"{worst.vmem_limit_bytes / 2**20:.{self.platform.limit_digits}f} MiB limit (cost-model estimate)")
         return Fit(fits, worst.vmem_bytes, worst.vmem_limit_bytes, reason)
 
-    def check(self, task: Task, target: str, ref: ReferenceData, traced: JobOutcome) -> JobOutcome:
+    def check(self, task: Task, target: str, ref: ReferenceData, traced: messages.Decoded) -> JobOutcome:
         """Run the checker on the programs a tracer traced (their jaxprs), with the reference's input sets."""
-        programs = sorted(messages.read(traced, "jaxpr"), key=lambda m: (m[0].again, m[0].size))
+        programs = sorted(traced.read("jaxpr"), key=lambda m: (m[0].again, m[0].size))
         job = CheckJob(platform=self.platform.spec, target=target,
                        programs=[ProgramSlot(size=p.size, again=p.again) for p, _ in programs],
                        sets=[SetSlot(n_inputs=s["n_inputs"], size=s["size"]) for s in ref.sets],

@@ -256,31 +256,38 @@ def plain(record: Any) -> Any:
     return _converter.unstructure(record)
 
 
-def read(outcome: JobOutcome, kind: str) -> list[tuple[Any, list]]:
-    """Every ``kind`` message of ``outcome`` as (its record, its arrays), in the order sent. Only for an outcome
-    :func:`problem` has passed: a malformed header raises here."""
-    return [(decode(header), arrays) for header, arrays in outcome.all(kind)]
+@frozen
+class Decoded:
+    """An outcome's messages, each decoded once into its record (:func:`decoded`): what the verdict reads, in
+    the order sent, never a header's keys."""
+
+    outcome: JobOutcome
+    #: (type, check name or None, record, arrays) per message
+    entries: tuple[tuple[str, str | None, Any, list], ...]
+
+    def read(self, kind: str) -> list[tuple[Any, list]]:
+        """Every ``kind`` message as (its record, its arrays)."""
+        return [(record, arrays) for sent, _, record, arrays in self.entries if sent == kind]
+
+    def last(self, kind: str) -> tuple[Any, list] | None:
+        """The last ``kind`` message as (record, arrays), or None."""
+        found = self.read(kind)
+        return found[-1] if found else None
+
+    def checks(self, *names: str) -> list[tuple[str, Any]]:
+        """The check messages named ``names`` (every check when none), as (name, record)."""
+        return [(name, record) for sent, name, record, _ in self.entries
+                if sent == "check" and (not names or name in names)]
 
 
-def last(outcome: JobOutcome, kind: str) -> tuple[Any, list] | None:
-    """The last ``kind`` message as (record, arrays), or None (an outcome :func:`problem` has passed)."""
-    found = outcome.last(kind)
-    return None if found is None else (decode(found[0]), found[1])
-
-
-def checks(outcome: JobOutcome, *names: str) -> list[tuple[str, Any]]:
-    """The check messages named ``names`` (every check when none), as (name, record) in the order sent."""
-    return [(header["name"], decode(header)) for header, _ in outcome.all("check")
-            if not names or header["name"] in names]
-
-
-def problem(outcome: JobOutcome) -> str | None:
-    """Why ``outcome``'s messages are not what a job of the judge sends (malformed, or twice what comes once),
-    or None."""
+def decoded(outcome: JobOutcome) -> Decoded | str:
+    """``outcome``'s messages, each decoded once, or why they are not what a job of the judge sends (malformed,
+    or twice what comes once), in a sentence."""
     seen: set[tuple] = set()
-    for header, _ in outcome.messages:
+    entries = []
+    for header, arrays in outcome.messages:
         try:
-            decode(header)
+            record = decode(header)
         except Exception as exc:  # whatever a header holds, the answer is a sentence, never an exception here
             return str(exc) if isinstance(exc, ValueError) else f"a message the judge cannot read ({exc})"[:300]
         key = (header["type"], header.get("name")) if header["type"] == "check" else (header["type"],)
@@ -289,4 +296,5 @@ def problem(outcome: JobOutcome) -> str | None:
             if once in seen:
                 return f"a second {' '.join(str(k) for k in key)} message where a job sends one"
             seen.add(once)
-    return None
+        entries.append((header["type"], header.get("name") if header["type"] == "check" else None, record, arrays))
+    return Decoded(outcome, tuple(entries))

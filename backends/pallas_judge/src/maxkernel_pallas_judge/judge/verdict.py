@@ -99,23 +99,23 @@ class Verdict:
 
     # --- the tracer: the candidate's one run -------------------------------------------
 
-    def judge(self, traced: JobOutcome) -> Evaluation:
-        self.outcome = traced
-        self.details.update(wall_s=round(traced.wall_s, 3), sandbox=traced.sandbox)
-        forged = messages.problem(traced)
-        if forged is not None:  # the tracer is the candidate's process: what it wrote is the candidate's
-            self.checks.append(CheckResult("messages", False, forged))
-            return self.done(EvalStatus.REJECTED, f"the candidate's process sent {forged} on the judge's pipe: a "
+    def judge(self, outcome: JobOutcome) -> Evaluation:
+        self.outcome = outcome
+        self.details.update(wall_s=round(outcome.wall_s, 3), sandbox=outcome.sandbox)
+        traced = messages.decoded(outcome)
+        if isinstance(traced, str):  # the tracer is the candidate's process: what it wrote is the candidate's
+            self.checks.append(CheckResult("messages", False, traced))
+            return self.done(EvalStatus.REJECTED, f"the candidate's process sent {traced} on the judge's pipe: a "
                              "candidate must not write to the judge")
         early = self._load_and_integrity(traced)
         if early is not None:
             return early
-        trace = next((t for _, t in messages.checks(traced, "trace")), None)
+        trace = next((t for _, t in traced.checks("trace")), None)
         if trace is None or not trace.ok:
-            bad = self._ended_badly(traced, "tracer")
+            bad = self._ended_badly(outcome, "tracer")
             if bad is not None:
                 return bad
-            error = _worker_error(traced)
+            error = _worker_error(outcome)
             err = (trace and trace.error) or messages.ErrorInfo(type="Error",
                                                                message=error.message if error else "no trace")
             size = trace.size if trace else 0
@@ -139,8 +139,8 @@ class Verdict:
         self.checks.append(CheckResult("proof_of_kernel", False, why))
         return why
 
-    def _load_and_integrity(self, traced: JobOutcome) -> Evaluation | None:
-        for name, check in messages.checks(traced, "load", "integrity"):
+    def _load_and_integrity(self, traced: messages.Decoded) -> Evaluation | None:
+        for name, check in traced.checks("load", "integrity"):
             if name == "load" and not check.ok:
                 err = check.error
                 self.checks.append(CheckResult("load", False, err.message, err.as_details()))
@@ -153,7 +153,7 @@ class Verdict:
                                  f"{err.message}{_line(err)}{_hint(err)}")
             if name == "integrity" and not check.ok:
                 return self._patched(check.patched, check.when)
-        if messages.checks(traced, "integrity"):
+        if traced.checks("integrity"):
             self.checks.append(CheckResult("load", True))
         return None
 
@@ -163,7 +163,7 @@ class Verdict:
         return self.done(EvalStatus.REJECTED, f"the module replaces {names} ({when}): candidates must not patch "
                          "libraries, timers or the harness")
 
-    def _after_trace(self, traced: JobOutcome, trace: messages.TraceCheck) -> Evaluation:
+    def _after_trace(self, traced: messages.Decoded, trace: messages.TraceCheck) -> Evaluation:
         if trace.patched:
             return self._patched(trace.patched, "while tracing")
         if trace.leftovers:
@@ -175,13 +175,13 @@ class Verdict:
         stats = trace.work
         if stats.pallas_calls == 0 or stats.callbacks:  # nothing was sent on: its own word refuses it
             return self.done(EvalStatus.REJECTED, self._refused_at_full_size(stats))
-        lowering = next(((name, c) for name, c in messages.checks(traced, "compile", "export")), None)
+        lowering = next(((name, c) for name, c in traced.checks("compile", "export")), None)
         if lowering is not None and not lowering[1].ok:
             return self._lowering_failed(*lowering)
-        bad = self._ended_badly(traced, "tracer")
+        bad = self._ended_badly(traced.outcome, "tracer")
         if bad is not None:
             return bad
-        if not _well_formed(messages.read(traced, "jaxpr"), len(self.ref.check_sizes)):
+        if not _well_formed(traced.read("jaxpr"), len(self.ref.check_sizes)):
             return self.done(EvalStatus.CRASHED, "the tracer did not send exactly one program for every size "
                              "(the full size, each check size, and the full size traced again)")
         checked = self.evaluator.check(self.task, self.target, self.ref, traced)
@@ -198,34 +198,34 @@ class Verdict:
 
     # --- the checker: facts from the exported program ------------------------------------
 
-    def _after_check(self, traced: JobOutcome, checked: JobOutcome) -> Evaluation:
-        self.outcome = checked
-        self.details["checker_sandbox"] = checked.sandbox
-        self.details["wall_s"] = round(traced.wall_s + checked.wall_s, 3)
-        garbled = messages.problem(checked)
-        if garbled is not None:  # the checker never holds candidate code: a bug of the judge's, said as one
-            return self.done(EvalStatus.CRASHED, f"the checker sent {garbled}")
-        refused = messages.last(checked, "refused")
+    def _after_check(self, traced: messages.Decoded, outcome: JobOutcome) -> Evaluation:
+        self.outcome = outcome
+        self.details["checker_sandbox"] = outcome.sandbox
+        self.details["wall_s"] = round(traced.outcome.wall_s + outcome.wall_s, 3)
+        checked = messages.decoded(outcome)
+        if isinstance(checked, str):  # the checker never holds candidate code: a bug of the judge's, said as one
+            return self.done(EvalStatus.CRASHED, f"the checker sent {checked}")
+        refused = checked.last("refused")
         if refused is not None:
             self.checks.append(CheckResult("one_program", False, refused[0].why))
             return self.done(EvalStatus.REJECTED, refused[0].why)
         self._read_program(checked)
-        lowering = next((c for _, c in messages.checks(checked, "compile") if not c.ok), None)
-        if lowering is not None and (lowering.size != 0 or not checked.all("work")):
+        lowering = next((c for _, c in checked.checks("compile") if not c.ok), None)
+        if lowering is not None and (lowering.size != 0 or not checked.read("work")):
             return self._lowering_failed("compile", lowering)  # the compiler refused it while lowering, here
-        works = {w.size: w.work for w, _ in messages.read(checked, "work")}
+        works = {w.size: w.work for w, _ in checked.read("work")}
         if 0 not in works:
-            return self._ended_badly(checked, "checker") or self.done(EvalStatus.CRASHED, "the checker counted no work")
+            return self._ended_badly(outcome, "checker") or self.done(EvalStatus.CRASHED, "the checker counted no work")
         full = messages.plain(works[0])  # the checker's count, stored whole
         self.details["work"] = full
         ok, why = proof.verdict(works[0].for_proof(), self.ref.program_work[0])
         self.checks.append(CheckResult("proof_of_kernel", ok, why, {"work": full}))
         if not ok:
             return self.done(EvalStatus.REJECTED, why)
-        comp = messages.last(checked, "check")
+        comp = checked.last("check")
         if comp is None:
-            return self._ended_badly(checked, "checker") or self.done(EvalStatus.CRASHED, "no compile result")
-        canonical = checked.last("canonical")
+            return self._ended_badly(outcome, "checker") or self.done(EvalStatus.CRASHED, "no compile result")
+        canonical = outcome.last("canonical")
         if canonical is not None and comp[0].ok:
             self.artifact = keep_artifact(canonical[1][0], self.evaluator.home)  # the program every later fact is about
         failed = self._compile(comp[0])
@@ -235,8 +235,8 @@ class Verdict:
             failed = self._small_program(works.get(size), size)
             if failed is not None:
                 return failed
-        bad = self._ended_badly(checked, "checker")
-        return bad or self._correctness(traced, checked)
+        bad = self._ended_badly(outcome, "checker")
+        return bad or self._correctness(checked)
 
     def _compile(self, comp: messages.LoweringCheck) -> Evaluation | None:
         compile_details = {"seconds": comp.seconds, "memory": comp.memory, "cost": comp.cost,
@@ -260,15 +260,15 @@ class Verdict:
             return self.done(EvalStatus.REJECTED, why)
         return None
 
-    def _read_program(self, checked: JobOutcome) -> None:
+    def _read_program(self, checked: messages.Decoded) -> None:
         """What the checker read of the program: its jaxpr-level work, and the cost model's estimate from its
         kernel description (on the verdict whatever it is: the debugger reads the estimate's diagnosis). Both from the checker,
         never from a message the candidate's process could write."""
-        traced = messages.last(checked, "traced_work")
+        traced = checked.last("traced_work")
         if traced is not None:
             self.details["traced_work"] = messages.plain(traced[0].work)
             self.details["vmem_bytes_estimate"] = traced[0].work.vmem_bytes
-        described = messages.last(checked, "kernels")
+        described = checked.last("kernels")
         if described is None or described[0].error is not None:
             self.details["no_estimate"] = described[0].error if described else "no kernel description"
             return
@@ -276,12 +276,12 @@ class Verdict:
             described[0].kernels, described[0].chip, self.target, reference_flops=self.ref.matmul_floor,
             ideal_f32_passes=self.ref.needed_passes), founding=True)
 
-    def _correctness(self, traced: JobOutcome, checked: JobOutcome) -> Evaluation:
+    def _correctness(self, checked: messages.Decoded) -> Evaluation:
         ref, task, cand = self.ref, self.task, self.cand
         if not ref.sets:  # nothing was found wrong, and nothing was checked: never ok, never incorrect
             self.checks.append(CheckResult("correctness", False, ref.note or "not run"))
             return self.done(EvalStatus.UNVERIFIED, f"correctness was not checked: {ref.note or 'no input sets'}")
-        results = messages.read(checked, "outputs")
+        results = checked.read("outputs")
         worst_abs = worst_rel = 0.0
         per_set = []
         for sent, outputs in results:
@@ -313,9 +313,9 @@ class Verdict:
                     f"task's own reference overflows to NaN/Inf ({per_set[arbitrated[0]]['reference_disagreement']})")
         self.checks.append(CheckResult("correctness", True, msg, {"sets": per_set}))
         report = TestReport(cand.id, True, len(results), worst_abs, worst_rel, msg, {"sets": per_set})
-        return self._on_chip(traced, msg, report)
+        return self._on_chip(msg, report)
 
-    def _on_chip(self, traced: JobOutcome, msg: str, report: TestReport) -> Evaluation:
+    def _on_chip(self, msg: str, report: TestReport) -> Evaluation:
         """On a host with the chip: the full-size program run there against XLA's, and timed (``chip_verdict``);
         elsewhere the cost model's estimate, labelled one (no speed is ever claimed measured without the chip)."""
         ref = self.ref
