@@ -32,7 +32,7 @@ from .interfaces import (
     TaskRef,
     TaskSuite,
 )
-from .model_records import GlueOp, KernelTime, ModelBreakdown, OperandTraffic
+from .model_records import KernelTime, ModelBreakdown, OperandTraffic, OpTime
 from .plugins import get_plugin_manager
 from .records import (
     Achieved,
@@ -65,7 +65,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Achieved", "Attempt", "Backend", "Candidate", "CandidateFailed", "CheckResult", "CompileError", "ConfigError", "Decline",
-    "EvalStatus", "Evaluation", "GlueOp", "HostCheck", "Fit", "KernelTime", "ModelBreakdown", "OperandTraffic", "Move", "Parameter", "ParameterSpace", "Executor", "ExecutorError", "LLMMessage", "LLMProvider", "LLMRequest", "LLMResponse", "MaxKernelError", "Plan",
+    "EvalStatus", "Evaluation", "HostCheck", "Fit", "KernelTime", "ModelBreakdown", "OperandTraffic", "OpTime", "Move", "Parameter", "ParameterSpace", "Executor", "ExecutorError", "LLMMessage", "LLMProvider", "LLMRequest", "LLMResponse", "MaxKernelError", "Plan",
     "PluginError", "Profile", "Provenance", "ProviderError", "Readiness", "RunConfig", "SearchEdge", "Speed",
     "SearchNode", "SettingsSection", "StoreError", "Strategy", "Task", "TaskError", "TaskRef", "TaskSuite", "TestReport",
     "UnknownPluginError", "from_json", "get_plugin_manager", "hookimpl", "optimize", "to_json",

@@ -59,8 +59,9 @@ class KernelTime:
 
 @record
 @frozen
-class GlueOp:
-    """One op of the compiled code around the kernels (a transpose, an im2col, a norm left to XLA)."""
+class OpTime:
+    """The model's time of one op of a compiled XLA program, every trip of it: an op of the code around a
+    candidate's kernels (a transpose, an im2col, a norm left to XLA), or of XLA's reference."""
 
     name: str
     opcode: str
@@ -68,6 +69,9 @@ class GlueOp:
     trips: int
     hbm_bytes: float
     flops: float
+    memory_s: float
+    compute_s: float
+    overhead_s: float
     seconds: float  # all trips
     #: the busiest unit of one launch: "memory", "mxu", "vpu", "eup" or "overhead"
     unit: str
@@ -88,7 +92,7 @@ class ModelBreakdown:
     #: the time of the code around the kernels, included in ``seconds``
     glue_seconds: float = 0.0
     #: the costliest ops of that code
-    glue_ops: tuple[GlueOp, ...] = ()
+    glue_ops: tuple[OpTime, ...] = ()
     #: which model parameters made it (shipped, or the user's own calibration)
     params_source: str = ""
     #: the chip's figures the model used, as its backend's datasheet names them (read by that backend alone)

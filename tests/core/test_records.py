@@ -10,14 +10,14 @@ from maxkernel_core.records import (
     ParameterSpace, Plan, Profile, Provenance, RunConfig, SearchEdge, SearchNode, Speed, Task, TestReport,
     TunedConfig, Achieved,
 )
-from maxkernel_core.model_records import GlueOp, KernelTime, ModelBreakdown, OperandTraffic
+from maxkernel_core.model_records import KernelTime, ModelBreakdown, OperandTraffic, OpTime
 from maxkernel_core.serialize import from_json, to_json
 from maxkernel_core.session import RunResult
 
 OPERAND = OperandTraffic("in", 0, (256, 512), "bfloat16", 1 << 20, 8, 1.0, 1 << 18)
 KERNEL = KernelTime("matmul", (4, 2), 8, 9e-4, "compute", 3e-4, 8e-4, 1e-5, 2e-5, 8e-4, 1e-4, 0.0, "mxu", 1 << 21,
                     2.1e9, 2.2e9, 1 << 20, 16 << 20, 1, (OPERAND,))
-GLUE = GlueOp("transpose.1", "transpose", "x.T", 1, 4096.0, 0.0, 2e-6, "memory")
+GLUE = OpTime("transpose.1", "transpose", "x.T", 1, 4096.0, 0.0, 2e-6, 0.0, 1e-6, 2e-6, "memory")
 MODEL = ModelBreakdown("v5e", 9.1e-4, "compute", 1 << 21, 2.1e9, (KERNEL,), 2e-6, (GLUE,), "shipped",
                        {"device_kind": "TPU v5 lite"})
 SPACE = ParameterSpace((Parameter("BLOCK_M", (128, 256, 512)),))

@@ -123,7 +123,7 @@ def judge_on_chip(verdict, checked: JobOutcome, chip, message: str, report: Test
     except ValueError as exc:
         return verdict.done(EvalStatus.CRASHED, str(exc))
     if chip is None or sent is None:
-        return verdict._ended_badly(checked, "device worker") or verdict.done(
+        return verdict.ended_badly(checked, "device worker") or verdict.done(
             EvalStatus.CRASHED, f"the device worker reported no result for the full-size program: "
                                 f"{(checked.log_tail or checked.how_it_ended)[-300:]}")
     kind = f"{chip.device_kind} ({verdict.target})"
@@ -145,7 +145,7 @@ def judge_on_chip(verdict, checked: JobOutcome, chip, message: str, report: Test
 def _timed(verdict, checked: JobOutcome, timed: tuple[Timed, list] | None, chip, kind: str, message: str,
            report: TestReport) -> Evaluation:
     if timed is None or not timed[0].ok:
-        bad = verdict._ended_badly(checked, "device worker")
+        bad = verdict.ended_badly(checked, "device worker")
         why = timed[0].error.message if timed and timed[0].error else (bad.reason if bad else "no timing reported")
         verdict.checks.append(CheckResult("timing", False, why))
         verdict.details["timing"] = f"not measured: timing on the {kind} failed: {why}"

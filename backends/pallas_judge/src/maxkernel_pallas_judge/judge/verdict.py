@@ -85,7 +85,9 @@ class Verdict:
                                            f"{type(exc).__name__}: {exc}"[:500])
             return None
 
-    def _ended_badly(self, outcome: JobOutcome, who: str) -> Evaluation | None:
+    def ended_badly(self, outcome: JobOutcome, who: str) -> Evaluation | None:
+        """The verdict on a worker (``who``) that timed out, ran out of memory or crashed; None when it did not
+        (the chip's verdict asks it of the device worker too)."""
         error = _worker_error(outcome)
         if outcome.status == "timeout":
             return self.done(EvalStatus.TIMEOUT, f"no verdict within {self.limits.timeout_s:g} s (stuck during "
@@ -112,7 +114,7 @@ class Verdict:
             return early
         trace = next((t for _, t in traced.checks("trace")), None)
         if trace is None or not trace.ok:
-            bad = self._ended_badly(outcome, "tracer")
+            bad = self.ended_badly(outcome, "tracer")
             if bad is not None:
                 return bad
             error = _worker_error(outcome)
@@ -178,7 +180,7 @@ class Verdict:
         lowering = next(((name, c) for name, c in traced.checks("compile", "export")), None)
         if lowering is not None and not lowering[1].ok:
             return self._lowering_failed(*lowering)
-        bad = self._ended_badly(traced.outcome, "tracer")
+        bad = self.ended_badly(traced.outcome, "tracer")
         if bad is not None:
             return bad
         if not _well_formed(traced.read("jaxpr"), len(self.ref.check_sizes)):
@@ -215,7 +217,7 @@ class Verdict:
             return self._lowering_failed("compile", lowering)  # the compiler refused it while lowering, here
         works = {w.size: w.work for w, _ in checked.read("work")}
         if 0 not in works:
-            return self._ended_badly(outcome, "checker") or self.done(EvalStatus.CRASHED, "the checker counted no work")
+            return self.ended_badly(outcome, "checker") or self.done(EvalStatus.CRASHED, "the checker counted no work")
         full = messages.plain(works[0])  # the checker's count, stored whole
         self.details["work"] = full
         ok, why = proof.verdict(works[0].for_proof(), self.ref.program_work[0])
@@ -224,7 +226,7 @@ class Verdict:
             return self.done(EvalStatus.REJECTED, why)
         comp = checked.last("check")
         if comp is None:
-            return self._ended_badly(outcome, "checker") or self.done(EvalStatus.CRASHED, "no compile result")
+            return self.ended_badly(outcome, "checker") or self.done(EvalStatus.CRASHED, "no compile result")
         canonical = outcome.last("canonical")
         if canonical is not None and comp[0].ok:
             self.artifact = keep_artifact(canonical[1][0], self.evaluator.home)  # the program every later fact is about
@@ -235,7 +237,7 @@ class Verdict:
             failed = self._small_program(works.get(size), size)
             if failed is not None:
                 return failed
-        bad = self._ended_badly(outcome, "checker")
+        bad = self.ended_badly(outcome, "checker")
         return bad or self._correctness(checked)
 
     def _compile(self, comp: messages.LoweringCheck) -> Evaluation | None:
@@ -252,7 +254,7 @@ class Verdict:
 
     def _small_program(self, work: messages.WorkCount | None, size: int) -> Evaluation | None:
         if work is None:
-            return self._ended_badly(self.outcome, "checker") or self.done(
+            return self.ended_badly(self.outcome, "checker") or self.done(
                 EvalStatus.CRASHED, f"the checker did not reach check size {size}")
         ok, why = proof.verdict(work.for_proof(), self.ref.program_work[size], size=f"check size {size}")
         if not ok:
@@ -328,7 +330,7 @@ class Verdict:
 
         canonical = self.outcome.last("canonical")  # the program the checker proved and compiled, as it read it
         if canonical is None:
-            return self._ended_badly(self.outcome, "checker") or self.done(
+            return self.ended_badly(self.outcome, "checker") or self.done(
                 EvalStatus.CRASHED, "the checker returned no full-size program for the chip")
         checked, chip = self.evaluator.check_on_chip(self.task, ref, canonical[1][0])
         self.outcome = checked

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from attrs import define, field
-from maxkernel_core import GlueOp, KernelTime, ModelBreakdown, OperandTraffic
+from maxkernel_core import KernelTime, ModelBreakdown, OperandTraffic, OpTime
 
 
 @define
@@ -87,7 +87,7 @@ class CostEstimate:
     #: which set of model parameters made this estimate (shipped, or the user's own calibration)
     params_source: str = ""
     #: the costliest ops of the code around the kernels (from the compiled candidate)
-    glue_ops: list[GlueOp] = field(factory=list)
+    glue_ops: list[OpTime] = field(factory=list)
 
     @property
     def bound(self) -> str:

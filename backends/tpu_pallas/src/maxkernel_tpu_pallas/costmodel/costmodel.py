@@ -241,4 +241,4 @@ def with_glue(est: CostEstimate, program: dict[str, Any] | None, params: ModelPa
 
     glue = estimate_program(program, est.chip, params or model_params(est.target))
     return evolve(est, seconds=est.seconds - est.glue_seconds + glue.seconds, glue_seconds=glue.seconds,
-                  glue_ops=[o.as_glue() for o in glue.top(5)])
+                  glue_ops=glue.top(5))

@@ -12,39 +12,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from attrs import frozen
-from maxkernel_core import GlueOp
+from attrs import asdict, frozen
+from maxkernel_core import OpTime
 
 from .units import compute_seconds, eup_rate, hbm_seconds, mxu_rate, padded_matmul_flops, passes_for, vpu_rate
 
 
 @frozen
-class OpCost:
-    name: str
-    opcode: str
-    label: str
-    trips: int
-    hbm_bytes: float
-    flops: float
-    memory_s: float
-    compute_s: float
-    overhead_s: float
-    seconds: float  # all trips
-    unit: str  # the busiest unit of one launch: memory, mxu, vpu, eup or overhead
-
-    def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in ("name", "opcode", "label", "trips", "hbm_bytes", "flops", "memory_s",
-                                              "compute_s", "overhead_s", "seconds", "unit")}
-
-    def as_glue(self) -> GlueOp:
-        """This op as one of the code around a candidate's kernels, in the estimate's breakdown."""
-        return GlueOp(self.name, self.opcode, self.label, self.trips, self.hbm_bytes, self.flops, self.seconds, self.unit)
-
-
-@frozen
 class ProgramEstimate:
     seconds: float
-    ops: list[OpCost]
+    ops: list[OpTime]
     notes: list[str]
     params_source: str
 
@@ -56,16 +33,16 @@ class ProgramEstimate:
     def hbm_bytes(self) -> float:
         return sum(o.hbm_bytes * o.trips for o in self.ops)
 
-    def top(self, n: int = 8) -> list[OpCost]:
+    def top(self, n: int = 8) -> list[OpTime]:
         return sorted(self.ops, key=lambda o: -o.seconds)[:n]
 
     def as_dict(self, top: int = 12) -> dict[str, Any]:
         return {"estimated": True, "seconds": self.seconds, "flops": self.flops, "hbm_bytes": self.hbm_bytes,
                 "ops": len(self.ops), "launches": sum(o.trips for o in self.ops), "notes": self.notes,
-                "params_source": self.params_source, "top_ops": [o.as_dict() for o in self.top(top)]}
+                "params_source": self.params_source, "top_ops": [asdict(o) for o in self.top(top)]}
 
 
-def op_cost(op: dict[str, Any], chip: dict[str, Any], params) -> OpCost:
+def op_cost(op: dict[str, Any], chip: dict[str, Any], params) -> OpTime:
     """One op of a described program, every trip of it."""
     mxu_s = flops = 0.0
     default_f32 = None if op.get("kernel") else 1.0  # XLA's default f32 matmul is one bf16 pass
@@ -84,7 +61,7 @@ def op_cost(op: dict[str, Any], chip: dict[str, Any], params) -> OpCost:
     overhead = launch + (op.get("steps", 1) * params.step_overhead_s if op.get("kernel") else 0.0)
     parts = {"memory": memory, "mxu": mxu_s, "vpu": vpu_s, "eup": eup_s, "overhead": overhead}
     one = max(memory, compute) + overhead
-    return OpCost(op["name"], op["opcode"], op.get("label", ""), int(op["trips"]), float(op["hbm_bytes"]), flops,
+    return OpTime(op["name"], op["opcode"], op.get("label", ""), int(op["trips"]), float(op["hbm_bytes"]), flops,
                   memory, compute, overhead, one * op["trips"], max(parts, key=parts.get))
 
 
