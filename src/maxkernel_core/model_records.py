@@ -34,7 +34,8 @@ class KernelTime:
     """The model's time of one kernel: the grid's steps, the units' times before they overlap, and its blocks."""
 
     name: str
-    grid: tuple[int, ...]
+    #: None for an axis whose size is known only at run time (a model may charge it as it sees fit)
+    grid: tuple[int | None, ...]
     steps: int
     seconds: float
     #: what limits it: "memory", "compute" or "step overhead"

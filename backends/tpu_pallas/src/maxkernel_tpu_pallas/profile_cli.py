@@ -82,7 +82,8 @@ def print_kernels(console: Console, model) -> None:
                   f"bf16 {chip['bf16_ops_per_second'] / 1e12:,.0f} TFLOP/s, VMEM {chip['vmem_capacity_bytes'] / MIB:,.0f} MiB, "
                   f"MXU {chip['mxu_column_size']}x{chip['mxu_column_size']} x{chip['num_mxus']}, {chip['cores_per_device']} core(s)")
     for k in model.kernels:
-        table = Table(title=f"cost model (ESTIMATE): {k.name} grid {tuple(k.grid)}, {k.steps:,} steps")
+        # the kernel's name is the candidate's (pallas_call(name=...)): text, never markup
+        table = Table(title=f"cost model (ESTIMATE): {escape(k.name)} grid {tuple(k.grid)}, {k.steps:,} steps")
         for col in ("", "value"):
             table.add_column(col)
         table.add_row("estimated time", f"{_t(k.seconds)}  ({k.bound}-bound)")
@@ -140,7 +141,7 @@ def print_profile(evaluation, task, kernel: Path) -> None:
     console.print(summary)
     console.print("[bold]Diagnosis[/] (estimate):")
     for line in est.diagnosis:
-        console.print(f"  - {line}")
+        console.print(f"  - {escape(line)}")
     p = evaluation.profile
     measured = p is not None and not p.estimated and p.reference_measured
     timing = evaluation.details.get("timing")

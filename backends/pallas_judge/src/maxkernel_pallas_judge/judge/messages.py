@@ -289,7 +289,7 @@ def decoded(outcome: JobOutcome) -> Decoded | str:
         try:
             record = decode(header)
         except Exception as exc:  # whatever a header holds, the answer is a sentence, never an exception here
-            return str(exc) if isinstance(exc, ValueError) else f"a message the judge cannot read ({exc})"[:300]
+            return (str(exc) if isinstance(exc, ValueError) else f"a message the judge cannot read ({exc})")[:300]
         key = (header["type"], header.get("name")) if header["type"] == "check" else (header["type"],)
         if key in _ONCE:
             once = (key, *(repr(header.get(field)) for field in _ONCE[key]))

@@ -9,10 +9,11 @@ memory on a GPU).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from attrs import define, field
-from maxkernel_core import KernelTime, ModelBreakdown, OperandTraffic, OpTime
+from maxkernel_core import KernelTime, ModelBreakdown, OperandTraffic, OpTime, from_json, to_json
 
 
 @define
@@ -116,8 +117,10 @@ def matmul_flops_per_step(desc: dict[str, Any]) -> float:
 
 
 def as_breakdown(est: CostEstimate) -> ModelBreakdown:
-    """The estimate taken apart, as the typed record a ``Profile`` carries (``Profile.model``)."""
-    return ModelBreakdown(
+    """The estimate taken apart, as the typed record a ``Profile`` carries (``Profile.model``), read back the way
+    the run store will read it: its numbers came from the candidate's program, and one the store could not read
+    back (a grid axis of no size, say) raises here, in the judge's guard, and the verdict has no estimate."""
+    made = ModelBreakdown(
         est.target, est.seconds, est.bound, est.hbm_bytes, est.flops,
         tuple(KernelTime(
             k.name, tuple(k.grid), k.steps, k.seconds, k.bound, k.memory_s, k.compute_s, k.overhead_s, k.fill_s,
@@ -128,6 +131,7 @@ def as_breakdown(est: CostEstimate) -> ModelBreakdown:
             for k in est.kernels),
         glue_seconds=est.glue_seconds, glue_ops=tuple(est.glue_ops), params_source=est.params_source,
         chip=dict(est.chip))
+    return from_json(json.dumps(to_json(made)), ModelBreakdown)
 
 
 def precision_note(precision: dict[str, Any] | None) -> str:
