@@ -22,6 +22,9 @@ def test_run_writes_a_kernel_that_eval_passes(tmp_path):
     # no terminal on stderr: each verdict is a line as it is stored, not only the live line's last frame
     assert result.stderr.count(" -> ok") >= 1 and "  cand-" in result.stderr
     assert "report.html" in result.stdout and "<svg" in (out / "report.html").read_text()
+    # the next command names the task as the run was given it (a path here): the id alone is found nowhere
+    said = " ".join(result.stdout.split())
+    assert f"maxkernel profile --task {TASKS / 'rmsnorm'} --kernel {out / 'kernel.py'} --target v5e" in said, said
     kernel = (out / "kernel.py").read_text()
     assert kernel.startswith('"""Best kernel of maxkernel run') and "us estimated for v5e" in kernel
     report = json.loads((out / "report.json").read_text())

@@ -91,9 +91,9 @@ def _run_and_report(app: App, task_ref: str, resume: str | None, as_json: bool, 
         data = result_json(result, out_dir, settings.run.target)
         _echo_json(data)
         if not quiet:
-            report_result(result, out_dir, console, settings.run.target)
+            report_result(result, out_dir, console, settings.run.target, task_ref=task_ref)
         return data["exit_code"]
-    return report_result(result, out_dir, console_for(), settings.run.target, quiet=quiet)
+    return report_result(result, out_dir, console_for(), settings.run.target, quiet=quiet, task_ref=task_ref)
 
 
 def _optimize_live(app: App, task_ref: str, resume: str | None, progress: RunProgress, executor, console, live: bool):

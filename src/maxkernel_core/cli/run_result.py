@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,10 @@ def result_json(result, out_dir: Path, target: str) -> dict[str, Any]:
     return data
 
 
-def report_result(result, out_dir: Path, console: Console, target: str, quiet: bool = False) -> int:
-    """The closing lines of a run (on ``console``); the exit code (1 when no kernel was verified)."""
+def report_result(result, out_dir: Path, console: Console, target: str, quiet: bool = False,
+                  task_ref: str | None = None) -> int:
+    """The closing lines of a run (on ``console``); the exit code (1 when no kernel was verified). The next
+    commands name the task as the run was given it (``task_ref``, a path or an id), which finds it again."""
     if result.best is None:
         why = f" ({result.message})" if result.message and "spent" in result.message else ""
         console.print(f"[red]No verified kernel[/]: none of the {plural(result.evaluations, 'candidate')} passed "
@@ -63,5 +66,6 @@ def report_result(result, out_dir: Path, console: Console, target: str, quiet: b
                   f"{escape(ev.reason)}")
     console.print(escape(speed_sentence(ev.profile, target)))
     console.print(f"Report: {out_dir / 'report.html'} (and report.json). Next: `maxkernel logs {result.run_id}`, "
-                  f"`maxkernel profile --task {escape(result.task_id)} --kernel {out_dir / 'kernel.py'}`.")
+                  f"`maxkernel profile --task {escape(shlex.quote(task_ref or result.task_id))} --kernel "
+                  f"{escape(shlex.quote(str(out_dir / 'kernel.py')))} --target {target}`.")
     return EXIT_OK
