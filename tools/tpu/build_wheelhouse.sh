@@ -19,6 +19,9 @@ DISTS="./ ./backends/pallas_judge ./backends/tpu_pallas ./backends/gpu_pallas ./
 ./synthesizers/gpu_offline ./llm_providers ./strategies ./jaxbench"
 
 rm -rf "$OUT" && mkdir -p "$OUT/wheels" "$OUT/bin" "$OUT/lib"
+# Built without isolation (seconds, not a fresh build environment per distribution), so the build requirement
+# the pyprojects name must be here: a fresh venv's setuptools predates their SPDX license strings.
+"$PYTHON" -m pip install --quiet "setuptools>=77"
 for dist in $DISTS; do
   "$PYTHON" -m pip wheel --quiet --no-deps --no-build-isolation -w "$OUT/wheels" "$dist"
   rm -rf "$dist/build"  # setuptools' scratch, left in the source folder
