@@ -172,6 +172,7 @@ def measured_profile(verdict, header: Timed, trace, chip, kind: str) -> tuple[Pr
     too, returned). The cost model's reading (bound, diagnosis) is kept beside it under its own name, never as
     the measurement's."""
     ref, est, measured = verdict.ref, verdict.estimate, header.timing
+    modelled = verdict.estimated()  # the model's reading of the same program, kept beside the measurement
     timing = {**asdict(measured), "calls_checked": header.calls_checked}
     timing["xplane"] = keep_trace(verdict.cand.id, trace, verdict.evaluator.home)
     flops, hbm = task_work(ref)
@@ -186,10 +187,10 @@ def measured_profile(verdict, header: Timed, trace, chip, kind: str) -> tuple[Pr
     top = ", ".join(f"{name} {seconds * 1e6:,.1f} us" for name, seconds in measured.top_ops[:3])
     diagnosis = (f"measured: the costliest ops per call are {top}; {measured.wait_share:.0%} of the "
                  "device time is DMA or semaphore waits",
-                 *(f"(cost model) {line}" for line in (verdict.modelled(lambda: verdict.platform.diagnose(est)) or [])))
+                 *(f"(cost model) {line}" for line in (modelled.diagnosis if modelled else ())))
     return Profile(verdict.cand.id, "device_trace", False, measured.median_s, chip.timing.median_s, "",
                    diagnosis, timing, roofline_fraction=mine.roofline_fraction, achieved=mine,
-                   model=verdict.modelled(lambda: verdict.platform.breakdown(est)),
+                   model=modelled.model if modelled else None,
                    arithmetic_intensity=(flops / hbm) if flops and hbm else None,
                    fits_memory=est.fits_vmem if est is not None else None,
                    reference_note=reference_note(chip), chip=kind, reference_measured=True,

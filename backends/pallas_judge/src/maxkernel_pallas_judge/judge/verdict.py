@@ -59,16 +59,25 @@ class Verdict:
         self.outcome: JobOutcome | None = None
         self.estimate = None  # the cost model's estimate, once founded and completed by the compile
         self.artifact = ""  # the digest of the full-size program the checker made and compiled, once it did
+        self._estimated: tuple[Any, Any] = (None, None)  # (the estimate, its Profile), made by ``estimated``
 
     def done(self, status: EvalStatus, reason: str, **extra: Any) -> Evaluation:
         outcome = self.outcome
         if outcome is not None and outcome.log_tail and status in (EvalStatus.CRASHED, EvalStatus.TIMEOUT):
             self.details["log_tail"] = outcome.log_tail[-1500:]
-        estimate = self.modelled(lambda: self.platform.profile(self.cand.id, self.estimate, self.ref.xla_seconds,
-                                                             _precision_note(self.ref)))
         sandbox = self.details.get("sandbox") or ""
         return Evaluation(self.cand.id, status, reason, tuple(self.checks), self.details, target=self.target,
-                          estimate=estimate, sandbox=sandbox, artifact=self.artifact, **extra)
+                          estimate=self.estimated(), sandbox=sandbox, artifact=self.artifact, **extra)
+
+    def estimated(self):
+        """The estimate as a speed figure (``Profile``, with its diagnosis and breakdown), or None. Made once per
+        estimate: the CPU's verdict ships it as both its profile and its estimate, the chip's takes its diagnosis
+        and breakdown beside the measurement."""
+        if self._estimated[0] is not self.estimate:  # founded or completed since: made again, once
+            made = self.modelled(lambda: self.platform.profile(self.cand.id, self.estimate, self.ref.xla_seconds,
+                                                             _precision_note(self.ref)))
+            self._estimated = (self.estimate, made)
+        return self._estimated[1]
 
     def modelled(self, fn, *, founding: bool = False):
         """``fn()`` of the cost model on the current estimate (or, ``founding``, making it), or None. The model
@@ -323,9 +332,7 @@ class Verdict:
         ref = self.ref
         if ref.chip is None:
             self.details["timing"] = ref.chip_note or f"not measured: no {self.platform.label} attached"
-            profile = self.modelled(lambda: self.platform.profile(self.cand.id, self.estimate, ref.xla_seconds,
-                                                                _precision_note(ref)))
-            return self.done(EvalStatus.OK, msg, test=report, profile=profile)
+            return self.done(EvalStatus.OK, msg, test=report, profile=self.estimated())
         from .chip_verdict import judge_on_chip
 
         canonical = self.outcome.last("canonical")  # the program the checker proved and compiled, as it read it
