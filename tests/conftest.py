@@ -18,6 +18,9 @@ if not os.environ.get("MAXKERNEL_TEST_SCRATCH"):
     # A store nobody configured (an evaluator made in a test, a CLI run without --home) lands there too, never
     # in the user's data folder, where two test processes would share it.
     os.environ.setdefault("MAXKERNEL_HOME", os.path.join(_scratch, "home"))
+    # The test tasks' references, computed once per session and read by every worker and CLI run after it
+    # (each test has a store of its own, so the store's own references/ would be built again in each).
+    os.environ.setdefault("MAXKERNEL_EVAL_REFERENCE_CACHE", os.path.join(_scratch, "references"))
 
 
 @pytest.fixture(scope="session")

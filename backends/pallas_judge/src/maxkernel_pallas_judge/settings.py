@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from attrs import define
+import os
+
+from attrs import define, field
 from maxkernel_core import SettingsSection
 
 
@@ -31,6 +33,10 @@ class EvalSettings(SettingsSection):
     #: Tasks' reference jobs run at once (each may use half the host's memory): more than 1 only on a host
     #: with room, where several tasks are judged at once (``benchmarks/measured_bench.py --jobs``).
     references_at_once: int = 1
+    #: Where the tasks' references computed on the CPU are kept across runs (``judge/reference_cache.py``: keyed
+    #: by the task's files, the judge's code and the libraries' versions): empty for ``references/`` in the run
+    #: store's home, a folder, or "off".
+    reference_cache: str = field(factory=lambda: os.environ.get("MAXKERNEL_EVAL_REFERENCE_CACHE", ""))
 
 
 def eval_settings(settings) -> EvalSettings:

@@ -44,6 +44,7 @@ from .platform import Platform, load_platform
 from .chip_host import ChipHolder, ChipReference
 from . import messages
 from .job_records import CheckJob, ProgramSlot, ReferenceJob, SetSlot, TraceJob
+from .reference_cache import ReferenceCache, cache_folder
 from .verdict import Verdict, crash_reason
 
 #: A task without its own small size is checked on CPU at full size while one input set (every input of one
@@ -120,7 +121,8 @@ class Evaluator:
 
     def __init__(self, limits: Limits | None = None, fresh_inputs: int = 3, spares: int = 1,
                  reference_timeout_s: float = 900.0, reference_compile_timeout_s: float = 240.0,
-                 check_target=None, references_at_once: int = 1, home: Path | None = None) -> None:
+                 check_target=None, references_at_once: int = 1, home: Path | None = None,
+                 reference_cache: str = "") -> None:
         self.limits = limits or Limits()
         self.platform: Platform = load_platform(self.limits.platform)
         self.check_target = check_target or (lambda target: target)
@@ -133,6 +135,9 @@ class Evaluator:
         # each task judged at once keeps its full-size inputs, to put back on the chip when its check comes
         self.chip = ChipHolder(self.pool, self.platform, reference_timeout_s, self.home, keep=references_at_once + 1)
         self._references: dict[tuple, ReferenceData] = {}
+        folder = cache_folder(reference_cache, self.home)
+        #: references kept across processes (``reference_cache.py``); None: "off"
+        self.references = ReferenceCache(folder) if folder else None
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -172,7 +177,7 @@ class Evaluator:
                            compile_timeout_s=self.reference_compile_timeout_s, atol=task.atol, rtol=task.rtol,
                            small_set_bytes=FULL_SIZE_CPU_INPUT_BYTES if gentler else None)
         self.pool.warm_up()  # candidate workers warm while the reference runs
-        outcome = self.pool.run_trusted(job, timeout=self.reference_timeout_s)
+        outcome = self._reference_job(job, module)
         head = outcome.last("reference")
         error = outcome.last("error")
         if outcome.status == "timeout":
@@ -203,6 +208,18 @@ class Evaluator:
         with self._lock:
             self._references[key] = data
         return data
+
+    def _reference_job(self, job: ReferenceJob, module: Path) -> JobOutcome:
+        """The reference job's outcome: from the reference cache when the same job on the same task files, code
+        and libraries is kept there (never one put on the chip, held and timed there afresh), else run now."""
+        key = self.references.key(job.header(), module, job.platform) if self.references and not job.device else None
+        kept = self.references.load(key) if key else None
+        if kept is not None:
+            return JobOutcome("done", kept)
+        outcome = self.pool.run_trusted(job, timeout=self.reference_timeout_s)
+        if key and outcome.status == "done" and outcome.last("reference") and not outcome.last("error"):
+            self.references.store(key, outcome.messages)
+        return outcome
 
     def release(self, task: Task) -> None:
         """Let go of ``task``'s references (their input sets, and on a host with the chip XLA's and the
@@ -301,7 +318,8 @@ def evaluator_from_settings(settings, platform: Platform, check_target) -> Evalu
     limits = Limits(timeout_s=ev.timeout_s, memory_mb=ev.memory_mb, device=ev.device, platform=platform.spec)
     return Evaluator(limits, check_target=check_target, fresh_inputs=max(ev.fresh_inputs, 0), spares=max(ev.spares, 0),
                      reference_timeout_s=ev.reference_timeout_s, reference_compile_timeout_s=ev.reference_compile_timeout_s,
-                     references_at_once=max(ev.references_at_once, 1), home=store_home(settings))
+                     references_at_once=max(ev.references_at_once, 1), home=store_home(settings),
+                     reference_cache=ev.reference_cache)
 
 
 def store_home(settings) -> Path:

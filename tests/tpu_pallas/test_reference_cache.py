@@ -1,0 +1,139 @@
+"""Task references kept across runs (``judge/reference_cache.py``): the same reference read back, never a stale one."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from maxkernel_core import Candidate, EvalStatus
+from maxkernel_pallas_judge.judge.evaluator import Evaluator
+from maxkernel_pallas_judge.judge.reference_cache import ReferenceCache, cache_folder
+from maxkernel_pallas_judge.sandbox.records import JobOutcome, Limits
+from maxkernel_pallas_judge.settings import EvalSettings
+from maxkernel_tpu_pallas.backend import TpuPallasBackend
+from maxkernel_tpu_pallas.tpu_platform import TPU
+
+from .conftest import TASKS, kernel_source
+
+
+def evaluator(folder) -> Evaluator:
+    return Evaluator(Limits(platform=TPU.spec), home=folder / "home", reference_cache=str(folder / "refs"))
+
+
+def same_reference(a, b) -> None:
+    """The same reference, but for how long XLA's compile took (made again, it takes another time)."""
+    def xla(ref):
+        return {k: v for k, v in (ref.xla or {}).items() if k != "seconds"}
+
+    assert (a.full_shapes, a.work, a.sets, xla(a), a.program_work, a.check_sizes, a.signature) == \
+           (b.full_shapes, b.work, b.sets, xla(b), b.program_work, b.check_sizes, b.signature)
+    for got, want in zip(a.inputs + a.outputs, b.inputs + b.outputs, strict=True):
+        for x, y in zip(got, want, strict=True):
+            assert x.dtype == y.dtype and np.array_equal(x, y)
+
+
+@pytest.mark.slow
+def test_a_second_evaluator_reads_the_reference_the_first_computed_and_judges_the_same(tmp_path, monkeypatch):
+    """One reference job for two evaluators (two processes' worth: nothing shared in memory); the same data,
+    the same verdict; an entry that does not read back is computed again, never trusted."""
+    task = TpuPallasBackend().load_task(TASKS / "rmsnorm")
+    candidate = Candidate(task.id, kernel_source("honest_rmsnorm.py"))
+    first = evaluator(tmp_path)
+    try:
+        computed = first.reference(task, "v5e")
+        verdict = first.evaluate(task, candidate, target="v5e")
+    finally:
+        first.close()
+    assert verdict.status is EvalStatus.OK, verdict.reason
+    second = evaluator(tmp_path)
+    try:
+        monkeypatch.setattr(second.pool, "run_trusted", lambda *a, **k: pytest.fail("the reference ran again"))
+        kept = second.reference(task, "v5e")
+        again = second.evaluate(task, candidate, target="v5e")
+    finally:
+        second.close()
+    same_reference(kept, computed)
+    assert kept.xla == computed.xla  # read back, its compile's seconds too
+    assert (again.status, again.reason, again.estimate) == (verdict.status, verdict.reason, verdict.estimate)
+    [entry] = (tmp_path / "refs").glob("*/*.msgs")
+    entry.write_bytes(entry.read_bytes()[:1000])  # cut short: not a whole message
+    third = evaluator(tmp_path)
+    try:
+        ran = []
+        real = third.pool.run_trusted
+        monkeypatch.setattr(third.pool, "run_trusted", lambda *a, **k: ran.append(1) or real(*a, **k))
+        same_reference(third.reference(task, "v5e"), computed)
+    finally:
+        third.close()
+    assert ran == [1] and entry.stat().st_size > 1000  # computed again and kept whole
+
+
+class _FakePool:
+    """Answers a reference job with a fixed outcome and counts the jobs it ran."""
+
+    def __init__(self, outcome: JobOutcome):
+        self.outcome, self.ran = outcome, 0
+
+    def run_trusted(self, job, timeout):
+        self.ran += 1
+        return self.outcome
+
+
+DONE = JobOutcome("done", [({"type": "reference", "x": 1}, [np.arange(6, dtype=np.float32).reshape(2, 3)])])
+
+
+def _job_twice(tmp_path, outcome, *, device=False, edit=None):
+    """The evaluator's reference job run twice on a copy of the rmsnorm task: how many times it ran, and what the
+    second call returned. ``edit(folder)`` changes the task between the two."""
+    from maxkernel_pallas_judge.judge.job_records import ReferenceJob
+
+    task_dir = shutil.copytree(TASKS / "rmsnorm", tmp_path / "task")
+    ev = Evaluator.__new__(Evaluator)  # only its reference cache and pool: no worker started
+    ev.references, ev.reference_timeout_s = ReferenceCache(tmp_path / "refs"), 1.0
+    ev.pool = _FakePool(outcome)
+    job = ReferenceJob(platform=TPU.spec, task={"module": str(task_dir / "reference.py")}, target="v5e",
+                       size="small", fresh=1, max_full_input_bytes=1, device=device)
+    ev._reference_job(job, task_dir / "reference.py")
+    if edit:
+        edit(task_dir)
+    second = ev._reference_job(job, task_dir / "reference.py")
+    return ev.pool.ran, second
+
+
+def test_the_messages_read_back_as_they_came(tmp_path):
+    ran, second = _job_twice(tmp_path, DONE)
+    assert ran == 1 and second.status == "done"
+    [(header, [array])] = second.messages
+    assert header["type"] == "reference" and header["x"] == 1 and np.array_equal(array, DONE.messages[0][1][0])
+
+
+@pytest.mark.parametrize("case", ["a task file changed", "a task file added", "on the chip", "failed", "timed out"])
+def test_what_is_not_the_same_reference_runs_again(tmp_path, case):
+    outcome = {"failed": JobOutcome("done", [({"type": "error", "message": "boom"}, []), *DONE.messages]),
+               "timed out": JobOutcome("timeout", DONE.messages)}.get(case, DONE)
+    edit = {"a task file changed": lambda d: (d / "reference.py").write_text((d / "reference.py").read_text() + "\n#"),
+            "a task file added": lambda d: (d / "data.npy").write_bytes(b"\x00")}.get(case)
+    ran, _ = _job_twice(tmp_path, outcome, device=case == "on the chip", edit=edit)
+    assert ran == 2
+
+
+def test_a_copy_of_the_task_elsewhere_is_the_same_task(tmp_path):
+    cache = ReferenceCache(tmp_path / "refs")
+    copies = [shutil.copytree(TASKS / "rmsnorm", tmp_path / name) for name in ("one", "two")]
+
+    def key(folder):
+        module = folder / "reference.py"
+        return cache.key({"task": {"module": str(module), "entry": "computation"}, "target": "v5e"}, module, TPU.spec)
+
+    assert key(copies[0]) == key(copies[1])
+    (copies[1] / "reference.py").write_text((copies[1] / "reference.py").read_text().replace("1e-6", "2e-6"))
+    assert key(copies[0]) != key(copies[1])
+
+
+def test_where_references_are_kept(tmp_path, monkeypatch):
+    assert cache_folder("off", tmp_path) is None and cache_folder(" OFF ", tmp_path) is None
+    assert cache_folder("", tmp_path) == tmp_path / "references"
+    assert cache_folder(str(tmp_path / "elsewhere"), tmp_path) == tmp_path / "elsewhere"
+    monkeypatch.setenv("MAXKERNEL_EVAL_REFERENCE_CACHE", "off")
+    assert EvalSettings().reference_cache == "off"  # the variable reaches an evaluator made in code too
