@@ -335,7 +335,10 @@ def test_a_program_mostly_outside_its_matmul_is_declined_with_the_share(tmp_path
 @pytest.mark.slow
 @pytest.mark.parametrize("task_name, target", [("conv_batchnorm", "v5e"),
                                                pytest.param("conv_batchnorm", "v6e", marks=pytest.mark.second_chip),
-                                               ("mlp_scan", "v5e"), ("attention_projected", "v6e"),
+                                               # in the suite, the debugger's test below takes the same
+                                               # template on the same task to an ok verdict
+                                               pytest.param("mlp_scan", "v5e", marks=pytest.mark.jaxbench_full),
+                                               ("attention_projected", "v6e"),
                                                ("paged_decode", "v6e"), ("grouped_experts", "v6e")])
 def test_staged_kernels_pass_the_cascade(tmp_path, task_name, target):
     session, backend = offline_session(tmp_path, TASKS / task_name, target)
@@ -363,7 +366,7 @@ def test_staged_kernels_pass_the_cascade(tmp_path, task_name, target):
 def test_debugger_shrinks_staged_blocks_after_a_real_vmem_overflow(tmp_path):
     session, backend = offline_session(tmp_path, TASKS / "mlp_scan")
     try:
-        session.plan()
+        assert session.plan().decisions["template"] == "staged"
         oversized = Plan(session.task.id, "too big on purpose", {"template": "staged"},
                          {"BLOCK_M": 1024, "BLOCK_N": 2048, "BLOCK_K": 1024, "VMEM_LIMIT_BYTES": 16 << 20})
         # Overflows 16 MiB on libtpu; one halving of BLOCK_N fits (each evaluation compiles the scan: ~15 s).
