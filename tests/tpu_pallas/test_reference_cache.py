@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import numpy as np
@@ -57,7 +58,8 @@ def test_a_second_evaluator_reads_the_reference_the_first_computed_and_judges_th
     assert kept.xla == computed.xla  # read back, its compile's seconds too
     assert (again.status, again.reason, again.estimate) == (verdict.status, verdict.reason, verdict.estimate)
     [entry] = (tmp_path / "refs").glob("*/*.msgs")
-    entry.write_bytes(entry.read_bytes()[:1000])  # cut short: not a whole message
+    whole = entry.read_bytes()
+    entry.write_bytes(whole[:len(whole) * 2 // 3])  # cut short between two messages' bytes: a shorter reference
     third = evaluator(tmp_path)
     try:
         ran = []
@@ -66,7 +68,7 @@ def test_a_second_evaluator_reads_the_reference_the_first_computed_and_judges_th
         same_reference(third.reference(task, "v5e"), computed)
     finally:
         third.close()
-    assert ran == [1] and entry.stat().st_size > 1000  # computed again and kept whole
+    assert ran == [1] and entry.stat().st_size > len(whole) * 2 // 3  # computed again and kept whole
 
 
 class _FakePool:
@@ -83,14 +85,14 @@ class _FakePool:
 DONE = JobOutcome("done", [({"type": "reference", "x": 1}, [np.arange(6, dtype=np.float32).reshape(2, 3)])])
 
 
-def _job_twice(tmp_path, outcome, *, device=False, edit=None):
+def _job_twice(tmp_path, outcome, *, device=False, edit=None, folder=None):
     """The evaluator's reference job run twice on a copy of the rmsnorm task: how many times it ran, and what the
     second call returned. ``edit(folder)`` changes the task between the two."""
     from maxkernel_pallas_judge.judge.job_records import ReferenceJob
 
     task_dir = shutil.copytree(TASKS / "rmsnorm", tmp_path / "task")
     ev = Evaluator.__new__(Evaluator)  # only its reference cache and pool: no worker started
-    ev.references, ev.reference_timeout_s = ReferenceCache(tmp_path / "refs"), 1.0
+    ev.references, ev.reference_timeout_s = ReferenceCache(folder or tmp_path / "refs"), 1.0
     ev.pool = _FakePool(outcome)
     job = ReferenceJob(platform=TPU.spec, task={"module": str(task_dir / "reference.py")}, target="v5e",
                        size="small", fresh=1, max_full_input_bytes=1, device=device)
@@ -108,14 +110,76 @@ def test_the_messages_read_back_as_they_came(tmp_path):
     assert header["type"] == "reference" and header["x"] == 1 and np.array_equal(array, DONE.messages[0][1][0])
 
 
-@pytest.mark.parametrize("case", ["a task file changed", "a task file added", "on the chip", "failed", "timed out"])
-def test_what_is_not_the_same_reference_runs_again(tmp_path, case):
-    outcome = {"failed": JobOutcome("done", [({"type": "error", "message": "boom"}, []), *DONE.messages]),
-               "timed out": JobOutcome("timeout", DONE.messages)}.get(case, DONE)
+def _set(outputs, wide=()):
+    inputs = [np.ones(4, np.float32)]
+    return ({"type": "reference_set", "n_inputs": 1, "n_outputs": len(outputs)}, [*inputs, *outputs, *wide])
+
+
+OVERFLOWS = np.array([1.0, np.inf], dtype=np.float32)
+
+
+@pytest.mark.parametrize("case", ["a task file changed", "a task file added", "on the chip", "failed", "timed out",
+                                  "XLA's compile timed out", "overflow without its arbiter", "another XLA_FLAGS"])
+def test_what_is_not_the_same_reference_runs_again(tmp_path, monkeypatch, case):
+    outcome = {
+        "failed": JobOutcome("done", [({"type": "error", "message": "boom"}, []), *DONE.messages]),
+        "timed out": JobOutcome("timeout", DONE.messages),
+        "XLA's compile timed out": JobOutcome("done", [({"type": "reference", "xla": {"ok": False, "timed_out": True}},
+                                                       [])]),
+        "overflow without its arbiter": JobOutcome("done", [*DONE.messages, _set([OVERFLOWS])]),
+    }.get(case, DONE)
     edit = {"a task file changed": lambda d: (d / "reference.py").write_text((d / "reference.py").read_text() + "\n#"),
-            "a task file added": lambda d: (d / "data.npy").write_bytes(b"\x00")}.get(case)
+            "a task file added": lambda d: (d / "data.npy").write_bytes(b"\x00"),
+            "another XLA_FLAGS": lambda d: monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=true")}.get(case)
     ran, _ = _job_twice(tmp_path, outcome, device=case == "on the chip", edit=edit)
     assert ran == 2
+
+
+def test_an_overflow_with_its_arbiter_is_kept(tmp_path):
+    ran, second = _job_twice(tmp_path, JobOutcome("done", [*DONE.messages, _set([OVERFLOWS], [np.ones(2, np.float32)])]))
+    assert ran == 1 and np.array_equal(second.all("reference_set")[0][1][1], OVERFLOWS)
+
+
+def test_an_entry_that_is_not_whole_is_dropped_and_made_again(tmp_path):
+    _job_twice(tmp_path, DONE)
+    [entry] = (tmp_path / "refs").glob("*/*.msgs")
+    whole = entry.read_bytes()
+    cache = ReferenceCache(tmp_path / "refs")
+    key = entry.stem
+    for broken in [whole[:n] for n in range(0, len(whole), max(len(whole) // 9, 1))] + \
+                  [whole[:40] + bytes([whole[40] ^ 1]) + whole[41:]]:
+        entry.write_bytes(broken)
+        assert cache.load(key) is None and not entry.exists()
+
+
+@pytest.mark.parametrize("fault", ["the folder is a file", "the entry is a folder", "the folder cannot be read"])
+def test_a_fault_of_the_cache_folder_leaves_the_reference_computed(tmp_path, fault):
+    folder = tmp_path / "refs"
+    if fault == "the folder is a file":
+        folder.write_text("")
+    else:
+        _job_twice(tmp_path / "first", DONE, folder=folder)
+        [entry] = folder.glob("*/*.msgs")
+        if fault == "the entry is a folder":
+            entry.unlink()
+            entry.mkdir()
+        else:
+            entry.chmod(0)
+            if os.access(entry, os.R_OK):  # root reads it anyway
+                pytest.skip("this user reads a file whatever its mode")
+    ran, second = _job_twice(tmp_path, DONE, folder=folder)
+    assert ran >= 1 and second.status == "done"
+
+
+def test_the_cache_folder_inside_the_task_is_not_the_task(tmp_path):
+    task = shutil.copytree(TASKS / "rmsnorm", tmp_path / "task")
+    cache = ReferenceCache(task / "refs", skip=(task / "home",))
+    header = {"task": {"module": "reference.py"}, "target": "v5e"}
+    before = cache.key(header, task / "reference.py", TPU.spec)
+    cache.store(before, DONE.messages)
+    (task / "home").mkdir()
+    (task / "home" / "runs.db").write_bytes(b"a run")
+    assert cache.key(header, task / "reference.py", TPU.spec) == before and cache.load(before) is not None
 
 
 def test_a_copy_of_the_task_elsewhere_is_the_same_task(tmp_path):

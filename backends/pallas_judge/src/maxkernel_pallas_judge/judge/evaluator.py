@@ -28,6 +28,7 @@ timeout; a dead worker -> crashed. The first failing check decides.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from pathlib import Path
 from typing import Any
@@ -137,7 +138,7 @@ class Evaluator:
         self._references: dict[tuple, ReferenceData] = {}
         folder = cache_folder(reference_cache, self.home)
         #: references kept across processes (``reference_cache.py``); None: "off"
-        self.references = ReferenceCache(folder) if folder else None
+        self.references = ReferenceCache(folder, skip=(self.home,)) if folder else None
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -212,13 +213,19 @@ class Evaluator:
     def _reference_job(self, job: ReferenceJob, module: Path) -> JobOutcome:
         """The reference job's outcome: from the reference cache when the same job on the same task files, code
         and libraries is kept there (never one put on the chip, held and timed there afresh), else run now."""
-        key = self.references.key(job.header(), module, job.platform) if self.references and not job.device else None
-        kept = self.references.load(key) if key else None
+        key = kept = None
+        if self.references is not None and not job.device:
+            try:  # a fault of the cache (its folder, the task's files) costs the time it would have saved, no more
+                key = self.references.key(job.header(), module, job.platform)
+                kept = self.references.load(key) if key else None
+            except Exception:  # noqa: BLE001
+                key = kept = None
         if kept is not None:
             return JobOutcome("done", kept)
         outcome = self.pool.run_trusted(job, timeout=self.reference_timeout_s)
-        if key and outcome.status == "done" and outcome.last("reference") and not outcome.last("error"):
-            self.references.store(key, outcome.messages)
+        if key and outcome.status == "done":
+            with contextlib.suppress(Exception):
+                self.references.store(key, outcome.messages)
         return outcome
 
     def release(self, task: Task) -> None:

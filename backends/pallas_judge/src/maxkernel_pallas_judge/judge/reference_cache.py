@@ -10,12 +10,18 @@ never pickle), under a key that changes with anything the messages depend on:
   module named within its folder, so a copy of the task elsewhere is the same task;
 * the bytes of every file in the task's folder (its reference module, its spec, data it loads);
 * the judge's own code, the core's and the platform's package (their ``.py`` files), which make the messages;
-* the versions of the libraries that compute them (jax, jaxlib, libtpu, numpy, ml_dtypes, torch, torchax).
+* the versions of the libraries that compute them (jax, jaxlib, libtpu, numpy, ml_dtypes, torch, torchax), and
+  the environment the reference's worker is given (``JAX_*``, ``XLA_*``, ``LIBTPU_*``, ``PYTHONPATH``, ...).
+
+What is not in the key: modules a task imports from elsewhere than its folder (beyond those libraries) and files
+it reads outside its folder. A task that does either sets ``[eval] reference_cache = "off"``.
 
 Only a reference computed on the CPU is kept: one put on the chip is held there and timed afresh. A reference
-that failed is never kept. Only the judge writes the folder; candidates run in sandboxes that cannot reach it
+that failed is never kept, nor one that came out degraded by this host's moment (XLA's compile past its time
+limit, a set whose outputs overflow with no widened arbiter beside them). Only the judge writes the folder; candidates run in sandboxes that cannot reach it
 (bubblewrap binds their scratch alone; the weaker fallback, which says so, leaves every file of the user open,
-this one as much as the run store). A stored entry that does not read back is dropped and computed again.
+this one as much as the run store). An entry ends with the digest of what it holds: one cut short, or
+changed, is dropped and computed again, and any fault of the folder leaves the reference computed as before.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import functools
 import hashlib
 import importlib.metadata
 import importlib.util
+import io
 import json
 import os
 import sys
@@ -32,61 +39,64 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import numpy as np
-from attrs import frozen
+from attrs import field, frozen
 
 from ..sandbox import protocol
+from ..sandbox.process import ENV_ALLOW
 
 #: raised when what an entry holds changes meaning (its messages, its key's parts)
-FORMAT = 1
+FORMAT = 2
 #: a task folder past these is not hashed on every judge start: its references are computed each time
 MAX_TASK_FILES, MAX_TASK_BYTES = 256, 64 << 20
 #: an entry past this many bytes of arrays is not kept (the check sets of a task checked at full size on the CPU)
-MAX_ENTRY_BYTES = 128 << 20
-#: entries kept; past it the least recently used go (every judge change makes new keys, the old ones go unread)
-MAX_ENTRIES = 256
+MAX_ENTRY_BYTES = 64 << 20
+#: past either, the least recently used entries go (every judge change makes new keys, the old ones go unread)
+MAX_ENTRIES, MAX_TOTAL_BYTES = 256, 2 << 30
 _LIBRARIES = ("jax", "jaxlib", "libtpu", "numpy", "ml_dtypes", "torch", "torchax")
+#: what ends an entry: this mark, then the sha256 of every byte before it
+_TRAILER = b"MKREF2"
 
 Message = tuple[dict[str, Any], list[np.ndarray]]
 
 
 @frozen
 class ReferenceCache:
-    """The folder the references are kept in (made on first use)."""
+    """The folder the references are kept in (made on first use); ``skip``: folders never hashed as a task's
+    files (the run store's home, should a task's folder hold it)."""
 
     folder: Path
+    skip: tuple[Path, ...] = field(default=(), converter=tuple)
 
     def key(self, job_header: dict[str, Any], module: Path, platform_spec: str) -> str | None:
-        """The entry's name for this job on this task, or None when the task's folder is too large to hash."""
-        files = _task_files(module.parent)
+        """The entry's name for this job on this task, or None: a task folder too large to hash, or unreadable."""
+        try:
+            files = _task_files(module.parent, (self.folder, *self.skip))
+        except OSError:
+            return None
         if files is None:
             return None
         # the module by its name in the folder whose files are hashed: a copy of the task elsewhere is the same task
         job = {**job_header, "task": {**job_header.get("task", {}), "module": module.name}}
         parts = {"format": FORMAT, "job": job, "task_files": files, "code": _code_digest(platform_spec),
-                 "versions": _versions()}
+                 "versions": _versions(), "environment": _worker_environment()}
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
     def _path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}.msgs"
 
     def load(self, key: str) -> list[Message] | None:
-        """The messages stored under ``key``, or None (none stored, or an entry that does not read back)."""
+        """The messages stored under ``key``, or None: none stored, or an entry that is not whole (dropped)."""
         path = self._path(key)
         try:
-            with open(path, "rb") as stream:
-                messages = []
-                while True:
-                    try:
-                        messages.append(protocol.recv(stream))
-                    except EOFError:
-                        break
-        except FileNotFoundError:
+            data = path.read_bytes()
+        except OSError:  # none stored, or a folder this process cannot read
             return None
-        except (OSError, protocol.ProtocolError, ValueError):
-            path.unlink(missing_ok=True)
-            return None
-        if not messages:
+        messages = _messages(data)
+        if messages is None:
+            with contextlib.suppress(OSError):
+                path.unlink()
             return None
         with contextlib.suppress(OSError):
             os.utime(path)  # used: the last to go when the folder is pruned
@@ -94,29 +104,82 @@ class ReferenceCache:
 
     def store(self, key: str, messages: list[Message]) -> None:
         """Keep ``messages`` under ``key``, whole or not at all (another process reads the name only once it is
-        complete); a folder that cannot be written leaves the references uncached, never the verdict failed."""
-        if sum(a.nbytes for _, arrays in messages for a in arrays) > MAX_ENTRY_BYTES:
+        complete); a reference this host's moment degraded, or one too large, is not kept; a folder that cannot
+        be written leaves the references uncached, never the verdict failed."""
+        if not cacheable(messages) or sum(a.nbytes for _, arrays in messages for a in arrays) > MAX_ENTRY_BYTES:
             return
         path = self._path(key)
+        buffer = io.BytesIO()
+        for header, arrays in messages:
+            protocol.send(buffer, {k: v for k, v in header.items() if k != "arrays"}, arrays)  # send writes its own
+        data = buffer.getvalue()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, scratch = tempfile.mkstemp(dir=path.parent, prefix=".part-")
             try:
                 with os.fdopen(fd, "wb") as stream:
-                    for header, arrays in messages:
-                        header = {k: v for k, v in header.items() if k != "arrays"}  # send writes its own
-                        protocol.send(stream, header, arrays)
+                    stream.write(data + _TRAILER + hashlib.sha256(data).digest())
+                    stream.flush()
+                    os.fsync(stream.fileno())
                 os.replace(scratch, path)
             finally:
-                Path(scratch).unlink(missing_ok=True)
+                with contextlib.suppress(OSError):
+                    os.unlink(scratch)
             self._prune()
         except OSError:
             return
 
     def _prune(self) -> None:
-        entries = sorted(self.folder.glob("*/*.msgs"), key=lambda p: p.stat().st_mtime)
-        for path in entries[:max(len(entries) - MAX_ENTRIES, 0)]:
-            path.unlink(missing_ok=True)
+        entries = sorted(((p.stat().st_mtime, p.stat().st_size, p) for p in self.folder.glob("*/*.msgs")),
+                         reverse=True)
+        total = 0
+        for n, (_, size, path) in enumerate(entries):
+            total += size
+            if n >= MAX_ENTRIES or total > MAX_TOTAL_BYTES:
+                path.unlink(missing_ok=True)
+
+
+def cacheable(messages: list[Message]) -> bool:
+    """Whether a reference job's messages are the task's reference as any run would compute it: not an error, XLA's
+    compile not cut off by its time limit, each set whose outputs overflow with its widened arbiter beside it."""
+    headers = [h for h, _ in messages]
+    reference = next((h for h in headers if h.get("type") == "reference"), None)
+    if reference is None or any(h.get("type") == "error" for h in headers):
+        return False
+    if (reference.get("xla") or {}).get("timed_out"):
+        return False
+    for header, arrays in messages:
+        if header.get("type") != "reference_set":
+            continue
+        n, n_out = header.get("n_inputs", 0), header.get("n_outputs", 0)
+        if len(arrays) == n + n_out and not all(_finite(a) for a in arrays[n:]):
+            return False  # the arbiter was not made (it may be the memory of this moment): made again next time
+    return True
+
+
+def _finite(array: np.ndarray) -> bool:
+    try:
+        ml_dtypes.finfo(array.dtype)
+    except (ValueError, TypeError):
+        return True  # not floating: nothing to overflow
+    return bool(np.isfinite(array.astype(np.float64)).all())
+
+
+def _messages(data: bytes) -> list[Message] | None:
+    """The messages of a whole entry, or None when it is cut short, changed or not messages."""
+    body, mark, digest = data[:-38], data[-38:-32], data[-32:]
+    if len(data) < 38 or mark != _TRAILER or hashlib.sha256(body).digest() != digest:
+        return None
+    stream, messages = io.BytesIO(body), []
+    try:
+        while True:
+            try:
+                messages.append(protocol.recv(stream, max_bytes=len(body)))
+            except EOFError:
+                break
+    except (protocol.ProtocolError, ValueError):
+        return None
+    return messages or None
 
 
 def cache_folder(configured: str, home: Path) -> Path | None:
@@ -127,22 +190,29 @@ def cache_folder(configured: str, home: Path) -> Path | None:
     return Path(configured).expanduser() if configured.strip() else home / "references"
 
 
-def _task_files(folder: Path) -> list[tuple[str, str]] | None:
-    """(path, sha256) of each file under the task's folder (Python's caches left out); None past the caps,
-    found before the whole of a large folder is walked."""
+def _task_files(folder: Path, skip: tuple[Path, ...]) -> list[tuple[str, str]] | None:
+    """(path, sha256) of each file under the task's folder, through links (Python's caches and ``skip`` left
+    out); None past the caps, found before the whole of a large folder is walked."""
+    skipped = {os.path.realpath(p) for p in skip}
     found: list[Path] = []
     total = 0
-    for root, dirs, names in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+    for root, dirs, names in os.walk(folder, followlinks=True):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and os.path.realpath(Path(root) / d) not in skipped)
         for name in names:
             path = Path(root) / name
-            if not path.is_file():
+            if not path.is_file() or name.startswith(".part-"):
                 continue
             found.append(path)
             total += path.stat().st_size
             if len(found) > MAX_TASK_FILES or total > MAX_TASK_BYTES:
                 return None
     return sorted((p.relative_to(folder).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest()) for p in found)
+
+
+def _worker_environment() -> dict[str, str]:
+    """The variables the reference's worker is given from this process (``sandbox/process.py``), but the platform,
+    which the worker sets itself."""
+    return {k: v for k, v in os.environ.items() if ENV_ALLOW.match(k) and k != "JAX_PLATFORMS"}
 
 
 @functools.cache

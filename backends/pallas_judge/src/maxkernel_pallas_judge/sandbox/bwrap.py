@@ -69,8 +69,9 @@ def _inside(path: str, folder: str) -> bool:
 def _hidden(roots: list[str]) -> list[str]:
     """Secrets that live inside a bound folder: covered by an empty tmpfs."""
     hide = []
-    home = os.environ.get("MAXKERNEL_HOME")
-    candidates = [home] if home else []
+    # the run store, and the references kept across runs where they are set apart from it (the judge reads both)
+    candidates = [p for p in (os.environ.get("MAXKERNEL_HOME"), os.environ.get("MAXKERNEL_EVAL_REFERENCE_CACHE"))
+                  if p and p.strip().lower() != "off"]
     candidates.append(os.path.expanduser("~/.local/share/maxkernel"))
     for path in candidates:
         real = os.path.realpath(path)
