@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from maxkernel_core import Candidate, EvalStatus
 from maxkernel_pallas_judge.judge.evaluator import Evaluator
+from maxkernel_pallas_judge.judge import reference_cache
 from maxkernel_pallas_judge.judge.reference_cache import ReferenceCache, cache_folder
 from maxkernel_pallas_judge.sandbox.records import JobOutcome, Limits
 from maxkernel_pallas_judge.settings import EvalSettings
@@ -119,7 +120,8 @@ OVERFLOWS = np.array([1.0, np.inf], dtype=np.float32)
 
 
 @pytest.mark.parametrize("case", ["a task file changed", "a task file added", "on the chip", "failed", "timed out",
-                                  "XLA's compile timed out", "overflow without its arbiter", "another XLA_FLAGS"])
+                                  "XLA's compile timed out", "overflow without its arbiter", "another XLA_FLAGS",
+                                  "XLA's compile out of memory", "work counted from the jaxpr", "a cache fault"])
 def test_what_is_not_the_same_reference_runs_again(tmp_path, monkeypatch, case):
     outcome = {
         "failed": JobOutcome("done", [({"type": "error", "message": "boom"}, []), *DONE.messages]),
@@ -127,10 +129,16 @@ def test_what_is_not_the_same_reference_runs_again(tmp_path, monkeypatch, case):
         "XLA's compile timed out": JobOutcome("done", [({"type": "reference", "xla": {"ok": False, "timed_out": True}},
                                                        [])]),
         "overflow without its arbiter": JobOutcome("done", [*DONE.messages, _set([OVERFLOWS])]),
+        "XLA's compile out of memory": JobOutcome("done", [({"type": "reference", "xla": {
+            "ok": False, "error": {"kind": "compile", "type": "MemoryError", "message": ""}}}, [])]),
+        "work counted from the jaxpr": JobOutcome("done", [({"type": "reference", "program_work": [
+            {"glue_flops": 1, "note": "counted from the jaxpr: export failed (MemoryError)"}]}, [])]),
     }.get(case, DONE)
     edit = {"a task file changed": lambda d: (d / "reference.py").write_text((d / "reference.py").read_text() + "\n#"),
             "a task file added": lambda d: (d / "data.npy").write_bytes(b"\x00"),
             "another XLA_FLAGS": lambda d: monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=true")}.get(case)
+    if case == "a cache fault":  # any exception of the cache's: the reference is computed, as without one
+        monkeypatch.setattr(reference_cache, "_code_digest", lambda spec: 1 / 0)
     ran, _ = _job_twice(tmp_path, outcome, device=case == "on the chip", edit=edit)
     assert ran == 2
 
@@ -147,7 +155,7 @@ def test_an_entry_that_is_not_whole_is_dropped_and_made_again(tmp_path):
     cache = ReferenceCache(tmp_path / "refs")
     key = entry.stem
     for broken in [whole[:n] for n in range(0, len(whole), max(len(whole) // 9, 1))] + \
-                  [whole[:40] + bytes([whole[40] ^ 1]) + whole[41:]]:
+                  [whole[:-40] + bytes([whole[-40] ^ 1]) + whole[-39:]]:  # an array's byte: still parses
         entry.write_bytes(broken)
         assert cache.load(key) is None and not entry.exists()
 
@@ -201,3 +209,35 @@ def test_where_references_are_kept(tmp_path, monkeypatch):
     assert cache_folder(str(tmp_path / "elsewhere"), tmp_path) == tmp_path / "elsewhere"
     monkeypatch.setenv("MAXKERNEL_EVAL_REFERENCE_CACHE", "off")
     assert EvalSettings().reference_cache == "off"  # the variable reaches an evaluator made in code too
+
+
+def test_a_task_edited_while_its_reference_ran_is_not_kept(tmp_path):
+    task = shutil.copytree(TASKS / "rmsnorm", tmp_path / "task")
+
+    class Editing(_FakePool):
+        def run_trusted(self, job, timeout):
+            (task / "reference.py").write_text((task / "reference.py").read_text() + "\n# edited")
+            return super().run_trusted(job, timeout)
+
+    ev = Evaluator.__new__(Evaluator)
+    ev.references, ev.reference_timeout_s, ev.pool = ReferenceCache(tmp_path / "refs"), 1.0, Editing(DONE)
+    from maxkernel_pallas_judge.judge.job_records import ReferenceJob
+
+    job = ReferenceJob(platform=TPU.spec, task={"module": str(task / "reference.py")}, target="v5e", size="small",
+                       fresh=1, max_full_input_bytes=1)
+    assert ev._reference_job(job, task / "reference.py").status == "done"
+    assert not list((tmp_path / "refs").glob("*/*.msgs"))
+
+
+def test_the_evaluator_makes_its_folder_and_hides_it_from_candidates(tmp_path):
+    from maxkernel_pallas_judge.sandbox import bwrap
+
+    ev = Evaluator(Limits(platform=TPU.spec), spares=0, home=tmp_path / "home", reference_cache=str(tmp_path / "b" / "refs"))
+    try:
+        folder = tmp_path / "b" / "refs"
+        assert folder.is_dir() and str(folder) in ev.limits.hidden and ev.references.skip == (tmp_path / "home",)
+        (tmp_path / "a").mkdir()
+        args = bwrap.command(["true"], tmp_path / "a" / "w", ro_paths=(str(tmp_path / "b"),), hidden=ev.limits.hidden)
+        assert ["--tmpfs", os.path.realpath(folder)] == args[args.index(os.path.realpath(folder)) - 1:][:2]
+    finally:
+        ev.close()

@@ -125,20 +125,24 @@ class Evaluator:
                  check_target=None, references_at_once: int = 1, home: Path | None = None,
                  reference_cache: str = "") -> None:
         self.limits = limits or Limits()
+        #: the run store's folder: where verdicts keep programs and traces (``store.home``)
+        self.home = home or default_home()
+        folder = cache_folder(reference_cache, self.home)
+        if folder is not None:  # made now, so that every worker's sandbox finds it to hide
+            with contextlib.suppress(OSError):
+                folder.mkdir(parents=True, exist_ok=True)
+            self.limits = attrs.evolve(self.limits, hidden=(*self.limits.hidden, str(folder)))
+        #: references kept across processes (``reference_cache.py``); None: "off"
+        self.references = ReferenceCache(folder, skip=(self.home,)) if folder else None
         self.platform: Platform = load_platform(self.limits.platform)
         self.check_target = check_target or (lambda target: target)
         self.fresh_inputs = fresh_inputs
         self.reference_timeout_s = reference_timeout_s
         self.reference_compile_timeout_s = reference_compile_timeout_s
-        #: the run store's folder: where verdicts keep programs and traces (``store.home``)
-        self.home = home or default_home()
         self.pool = WorkerPool(self.limits, spares=spares, trusted_at_once=references_at_once)
         # each task judged at once keeps its full-size inputs, to put back on the chip when its check comes
         self.chip = ChipHolder(self.pool, self.platform, reference_timeout_s, self.home, keep=references_at_once + 1)
         self._references: dict[tuple, ReferenceData] = {}
-        folder = cache_folder(reference_cache, self.home)
-        #: references kept across processes (``reference_cache.py``); None: "off"
-        self.references = ReferenceCache(folder, skip=(self.home,)) if folder else None
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -224,8 +228,9 @@ class Evaluator:
             return JobOutcome("done", kept)
         outcome = self.pool.run_trusted(job, timeout=self.reference_timeout_s)
         if key and outcome.status == "done":
-            with contextlib.suppress(Exception):
-                self.references.store(key, outcome.messages)
+            with contextlib.suppress(Exception):  # kept only if the task and the code are still what the key says
+                if self.references.key(job.header(), module, job.platform) == key:
+                    self.references.store(key, outcome.messages)
         return outcome
 
     def release(self, task: Task) -> None:

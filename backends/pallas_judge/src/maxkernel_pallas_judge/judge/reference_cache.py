@@ -14,11 +14,13 @@ never pickle), under a key that changes with anything the messages depend on:
   the environment the reference's worker is given (``JAX_*``, ``XLA_*``, ``LIBTPU_*``, ``PYTHONPATH``, ...).
 
 What is not in the key: modules a task imports from elsewhere than its folder (beyond those libraries) and files
-it reads outside its folder. A task that does either sets ``[eval] reference_cache = "off"``.
+it reads outside its folder. Where a task does either, ``[eval] reference_cache = "off"``.
 
 Only a reference computed on the CPU is kept: one put on the chip is held there and timed afresh. A reference
-that failed is never kept, nor one that came out degraded by this host's moment (XLA's compile past its time
-limit, a set whose outputs overflow with no widened arbiter beside them). Only the judge writes the folder; candidates run in sandboxes that cannot reach it
+that failed is never kept, nor one that may have come out degraded by this host's moment (XLA's compile past
+its time limit or out of memory, work counted from the jaxpr because the export failed, a set whose outputs
+overflow with no widened arbiter beside them); and a reference is kept only if its key, made again after the
+job, is unchanged (the task or the judge's code edited while it ran). Only the judge writes the folder; candidates run in sandboxes that cannot reach it
 (bubblewrap binds their scratch alone; the weaker fallback, which says so, leaves every file of the user open,
 this one as much as the run store). An entry ends with the digest of what it holds: one cut short, or
 changed, is dropped and computed again, and any fault of the folder leaves the reference computed as before.
@@ -146,8 +148,11 @@ def cacheable(messages: list[Message]) -> bool:
     reference = next((h for h in headers if h.get("type") == "reference"), None)
     if reference is None or any(h.get("type") == "error" for h in headers):
         return False
-    if (reference.get("xla") or {}).get("timed_out"):
+    xla = reference.get("xla") or {}
+    if xla.get("timed_out") or _out_of_memory(xla):
         return False
+    if any("export failed" in str(work.get("note", "")) for work in reference.get("program_work") or []):
+        return False  # counted from the jaxpr instead: kept only when the export works
     for header, arrays in messages:
         if header.get("type") != "reference_set":
             continue
@@ -155,6 +160,16 @@ def cacheable(messages: list[Message]) -> bool:
         if len(arrays) == n + n_out and not all(_finite(a) for a in arrays[n:]):
             return False  # the arbiter was not made (it may be the memory of this moment): made again next time
     return True
+
+
+def _out_of_memory(xla: dict[str, Any]) -> bool:
+    """XLA's compile failed for want of memory: the host's (this moment's) or the target's (the reference does
+    not fit: made again each time, which costs a compile, never a wrong figure)."""
+    if xla.get("ok", True):
+        return False
+    error = xla.get("error") or {}
+    text = f"{error.get('kind', '')} {error.get('type', '')} {error.get('message', '')}"
+    return any(word in text for word in ("MemoryError", "RESOURCE_EXHAUSTED", "memory"))
 
 
 def _finite(array: np.ndarray) -> bool:
@@ -215,10 +230,10 @@ def _worker_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if ENV_ALLOW.match(k) and k != "JAX_PLATFORMS"}
 
 
-@functools.cache
 def _code_digest(platform_spec: str) -> str:
     """One digest of the ``.py`` files of the judge library, the core (its AST helpers read task code) and the
-    platform's package."""
+    platform's package, as they are on disk now (the next worker imports them from there): each file's bytes are
+    read again only when its size or time changed."""
     packages = {Path(__file__).resolve().parents[1]}
     for name in ("maxkernel_core", platform_spec.partition(":")[0].split(".")[0]):
         spec = importlib.util.find_spec(name)
@@ -226,8 +241,15 @@ def _code_digest(platform_spec: str) -> str:
     digest = hashlib.sha256()
     for package in sorted(packages):
         for path in sorted(package.rglob("*.py")):
-            digest.update(path.relative_to(package.parent).as_posix().encode() + b"\0" + path.read_bytes())
+            stat = path.stat()
+            digest.update(path.relative_to(package.parent).as_posix().encode() + b"\0" +
+                          _file_digest(str(path), stat.st_size, stat.st_mtime_ns))
     return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=4096)
+def _file_digest(path: str, size: int, mtime_ns: int) -> bytes:
+    return hashlib.sha256(Path(path).read_bytes()).digest()
 
 
 @functools.cache

@@ -66,12 +66,13 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def _hidden(roots: list[str]) -> list[str]:
-    """Secrets that live inside a bound folder: covered by an empty tmpfs."""
+def _hidden(roots: list[str], extra: tuple[str, ...] = ()) -> list[str]:
+    """Secrets that live inside a bound folder: covered by an empty tmpfs. The run store's home, and ``extra``
+    (the judge's own folders: ``Limits.hidden``)."""
     hide = []
-    # the run store, and the references kept across runs where they are set apart from it (the judge reads both)
-    candidates = [p for p in (os.environ.get("MAXKERNEL_HOME"), os.environ.get("MAXKERNEL_EVAL_REFERENCE_CACHE"))
-                  if p and p.strip().lower() != "off"]
+    home = os.environ.get("MAXKERNEL_HOME")
+    candidates = [home] if home else []
+    candidates += list(extra)
     candidates.append(os.path.expanduser("~/.local/share/maxkernel"))
     for path in candidates:
         real = os.path.realpath(path)
@@ -93,8 +94,10 @@ def _devices(found: list[str]) -> list[str]:
     return args
 
 
-def command(argv: list[str], scratch: Path, *, devices: tuple[str, ...] = (), ro_paths: tuple[str, ...] = ()) -> list[str]:
-    """``argv`` wrapped in bwrap, with ``scratch`` the only writable folder (``ro_paths``: more to read)."""
+def command(argv: list[str], scratch: Path, *, devices: tuple[str, ...] = (), ro_paths: tuple[str, ...] = (),
+            hidden: tuple[str, ...] = ()) -> list[str]:
+    """``argv`` wrapped in bwrap, with ``scratch`` the only writable folder (``ro_paths``: more to read;
+    ``hidden``: folders of the judge's to cover where a bound folder holds them)."""
     roots = _readonly_roots()
     roots += [os.path.realpath(p) for p in ro_paths if os.path.realpath(p) not in roots]
     # A folder holding the scratch folders (a TMPDIR, /tmp, /) would show every other worker's: never bound.
@@ -106,7 +109,7 @@ def command(argv: list[str], scratch: Path, *, devices: tuple[str, ...] = (), ro
             "--tmpfs", "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
     for root in roots:
         args += ["--ro-bind", root, root]
-    for path in _hidden(roots):
+    for path in _hidden(roots, hidden):
         args += ["--tmpfs", path]
     for path in CPU_FACTS:  # libtpu's allocator counts CPUs here and aborts without it
         if os.path.exists(path):

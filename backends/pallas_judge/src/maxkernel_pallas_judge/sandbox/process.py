@@ -122,7 +122,7 @@ class Worker:
         if self.sandbox == "bwrap":
             env["MAXKERNEL_SANDBOX"] = "bwrap"
             devices = tuple(_platform(limits).device_paths()) if on_device else ()
-            argv = bwrap.command(argv, self.scratch, devices=devices, ro_paths=ro_paths)
+            argv = bwrap.command(argv, self.scratch, devices=devices, ro_paths=ro_paths, hidden=limits.hidden)
         with open(self.log_path, "ab") as log:  # appending: a kept worker's log is emptied between its jobs
             self.proc = spawn(lambda: subprocess.Popen(
                 argv, close_fds=True,

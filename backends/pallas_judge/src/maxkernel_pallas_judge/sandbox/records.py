@@ -19,6 +19,9 @@ class Limits:
     device: str = "auto"
     #: the chip the judge judges for (``judge.platform``): "module:ATTRIBUTE", loaded in every worker
     platform: str = ""
+    #: folders the judge reads that a candidate must not see where a folder bound into its sandbox holds them
+    #: (the references it keeps across runs: ``judge/reference_cache.py``)
+    hidden: tuple[str, ...] = ()
 
 
 @define
