@@ -8,24 +8,41 @@ kernels (``kernel_platform == "gpu"``), where the TPU templates stand aside.
 from __future__ import annotations
 
 from maxkernel_core import hookimpl
-from maxkernel_synthesis import roles as offline
 
-from .synthesis import synthesis
+# The roles and the synthesis are imported when a role is asked of them, not when the plugin loads: they bring in
+# jax, which every command would otherwise pay for (about 1.5 s of ``maxkernel --help``).
 
 
 def _mine(ctx, role: str) -> bool:
-    return offline.answers(ctx, role, "gpu")
+    from maxkernel_synthesis.roles import answers
+
+    return answers(ctx, role, "gpu")
+
+
+def _roles():
+    """The chip-neutral roles and the GPU templates' synthesis, imported on first use."""
+    from maxkernel_synthesis import roles
+
+    from .synthesis import synthesis
+
+    return roles, synthesis
 
 
 @hookimpl
 def agent_plan(task, history, ctx):
     """The roofline's best untried point of the GPU template (or what a person's instructions ask for)."""
-    return offline.plan_from(task, history, ctx, synthesis(task, ctx)) if _mine(ctx, "plan") else None
+    if not _mine(ctx, "plan"):
+        return None
+    offline, synthesis = _roles()
+    return offline.plan_from(task, history, ctx, synthesis(task, ctx))
 
 
 @hookimpl
 def agent_implement(task, plan, ctx):
-    return offline.implement_from(task, plan, ctx, synthesis(task, ctx)) if _mine(ctx, "implement") else None
+    if not _mine(ctx, "implement"):
+        return None
+    offline, synthesis = _roles()
+    return offline.implement_from(task, plan, ctx, synthesis(task, ctx))
 
 
 @hookimpl
@@ -33,10 +50,14 @@ def agent_neighbours(task, candidate, ctx):
     """Single moves of one constant, those that fit shared memory first, then fastest by the roofline."""
     if not _mine(ctx, "plan") or candidate.space is None:
         return None
+    offline, synthesis = _roles()
     return offline.neighbours_from(candidate, synthesis(task, ctx))
 
 
 @hookimpl
 def agent_debug(task, candidate, evaluation, attempts, ctx):
     """Tiles over shared memory: halve the largest; nothing else of a template kernel is a parameter problem."""
-    return offline.debug_from(task, candidate, evaluation, ctx, synthesis(task, ctx)) if _mine(ctx, "debug") else None
+    if not _mine(ctx, "debug"):
+        return None
+    offline, synthesis = _roles()
+    return offline.debug_from(task, candidate, evaluation, ctx, synthesis(task, ctx))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from maxkernel_core import LLMProvider, Readiness, hookimpl
 from maxkernel_core.llm import LLMError
 
-from .task import ALIASES, NAME
+from .names import ALIASES, NAME
 
 
 class OfflineProvider(LLMProvider):

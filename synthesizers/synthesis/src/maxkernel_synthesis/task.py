@@ -16,10 +16,8 @@ from maxkernel_pallas_judge import reference as ref
 
 from .analysis import Analysis, LastResort, analyse
 from .ir import Declined, bind_size_literals, bind_tail_shapes, trace_reference
+from .names import ALIASES, NAME  # noqa: F401  (the synthesizer's names, read from here by its templates)
 
-#: what selects it: ``--provider synthesizer`` (``offline``, its first name, still does)
-NAME = "synthesizer"
-ALIASES = ("offline",)
 
 
 class OfflineDeclined(MaxKernelError):

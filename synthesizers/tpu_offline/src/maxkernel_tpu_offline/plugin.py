@@ -7,15 +7,26 @@ aside for that chip's templates.
 from __future__ import annotations
 
 from maxkernel_core import hookimpl
-from maxkernel_synthesis.roles import answers, debug_from, implement_from, neighbours_from, plan_from
 
-from .synthesis import synthesis
+# The roles and the synthesis are imported when a role is asked of them, not when the plugin loads: they bring in
+# jax, which every command would otherwise pay for (about 1.5 s of ``maxkernel --help``).
 
 
 def _mine(ctx, role: str) -> bool:
     """The TPU templates answer on a backend that writes TPU kernels (one that does not say is taken for one);
     another chip's templates answer on theirs, or no one does."""
+    from maxkernel_synthesis.roles import answers
+
     return answers(ctx, role, "tpu", unmarked="tpu")
+
+
+def _roles():
+    """The chip-neutral roles and the TPU templates' synthesis, imported on first use."""
+    from maxkernel_synthesis import roles
+
+    from .synthesis import synthesis
+
+    return roles, synthesis
 
 
 @hookimpl
@@ -23,12 +34,18 @@ def agent_plan(task, history, ctx):
     """The cost model's best untried point; once a kernel is verified, the search is the strategy's, unless a
     person's new instructions (hitl) ask for something: then the best point that follows them, or a plan that
     says which instruction it cannot follow."""
-    return plan_from(task, history, ctx, synthesis(task, ctx)) if _mine(ctx, "plan") else None
+    if not _mine(ctx, "plan"):
+        return None
+    offline, synthesis = _roles()
+    return offline.plan_from(task, history, ctx, synthesis(task, ctx))
 
 
 @hookimpl
 def agent_implement(task, plan, ctx):
-    return implement_from(task, plan, ctx, synthesis(task, ctx)) if _mine(ctx, "implement") else None
+    if not _mine(ctx, "implement"):
+        return None
+    offline, synthesis = _roles()
+    return offline.implement_from(task, plan, ctx, synthesis(task, ctx))
 
 
 @hookimpl
@@ -37,11 +54,15 @@ def agent_neighbours(task, candidate, ctx):
     (by the cost model): the order a search should try them in."""
     if not _mine(ctx, "plan") or candidate.space is None:
         return None
-    return neighbours_from(candidate, synthesis(task, ctx))
+    offline, synthesis = _roles()
+    return offline.neighbours_from(candidate, synthesis(task, ctx))
 
 
 @hookimpl
 def agent_debug(task, candidate, evaluation, attempts, ctx):
     """A VMEM overflow is a parameter problem: halve the largest block. Anything else, the templates being
     exact by construction, is not one this debugger can fix."""
-    return debug_from(task, candidate, evaluation, ctx, synthesis(task, ctx)) if _mine(ctx, "debug") else None
+    if not _mine(ctx, "debug"):
+        return None
+    offline, synthesis = _roles()
+    return offline.debug_from(task, candidate, evaluation, ctx, synthesis(task, ctx))
