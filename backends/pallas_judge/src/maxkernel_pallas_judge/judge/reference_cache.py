@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import importlib.metadata
 import importlib.util
 import io
 import json
@@ -47,6 +46,7 @@ from attrs import field, frozen
 
 from ..sandbox import protocol
 from ..sandbox.process import ENV_ALLOW
+from .fingerprint import distribution_version
 
 #: raised when what an entry holds changes meaning (its messages, its key's parts)
 FORMAT = 2
@@ -65,7 +65,7 @@ Message = tuple[dict[str, Any], list[np.ndarray]]
 
 @frozen
 class ReferenceCache:
-    """The folder the references are kept in (made on first use); ``skip``: folders never hashed as a task's
+    """The folder the references are kept in (the evaluator makes it when it starts); ``skip``: folders never hashed as a task's
     files (the run store's home, should a task's folder hold it)."""
 
     folder: Path
@@ -120,7 +120,8 @@ class ReferenceCache:
             fd, scratch = tempfile.mkstemp(dir=path.parent, prefix=".part-")
             try:
                 with os.fdopen(fd, "wb") as stream:
-                    stream.write(data + _TRAILER + hashlib.sha256(data).digest())
+                    for part in (data, _TRAILER, hashlib.sha256(data).digest()):  # no joined copy of the entry
+                        stream.write(part)
                     stream.flush()
                     os.fsync(stream.fileno())
                 os.replace(scratch, path)
@@ -132,11 +133,11 @@ class ReferenceCache:
             return
 
     def _prune(self) -> None:
-        entries = sorted(((p.stat().st_mtime, p.stat().st_size, p) for p in self.folder.glob("*/*.msgs")),
+        entries = sorted(((p.stat(), p) for p in self.folder.glob("*/*.msgs")), key=lambda e: e[0].st_mtime,
                          reverse=True)
         total = 0
-        for n, (_, size, path) in enumerate(entries):
-            total += size
+        for n, (stat, path) in enumerate(entries):
+            total += stat.st_size
             if n >= MAX_ENTRIES or total > MAX_TOTAL_BYTES:
                 path.unlink(missing_ok=True)
 
@@ -253,11 +254,5 @@ def _file_digest(path: str, size: int, mtime_ns: int) -> bytes:
 
 
 @functools.cache
-def _versions() -> dict[str, str | None]:
-    def version(name: str) -> str | None:
-        try:
-            return importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            return None
-
-    return {"python": sys.version, **{name: version(name) for name in _LIBRARIES}}
+def _versions() -> dict[str, str]:
+    return {"python": sys.version, **{name: distribution_version(name) for name in _LIBRARIES}}
